@@ -1,0 +1,8 @@
+// Package conformance is the protocol conformance suite. It is written with
+// github.com/go-zookeeper/zk and small raw-socket helpers, and reaches a
+// server only over TCP: an in-process zkraft on a free port by default, or
+// the server at $CONFORMANCE_ADDR (a real Apache ZooKeeper for the
+// differential run, see scripts/zk-differential.sh).
+//
+// It may import jute for codes only; never the server's internals.
+package conformance

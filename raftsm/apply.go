@@ -1,0 +1,164 @@
+package raftsm
+
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// applier applies the commands of one Update over its batch.
+type applier struct {
+	kv     pebbleKV
+	opts   znode.Options
+	zxid   int64
+	events []Event
+}
+
+// apply applies one command. A ZooKeeper failure is a Reply with an error
+// code; an error return means the store failed or the command is corrupt,
+// and stops the replica.
+func (a *applier) apply(c *Command) (*Reply, error) {
+	switch c.Kind {
+	case KindRequest:
+		return a.request(c)
+	case KindCreateSession:
+		return a.createSession(c)
+	case KindCloseSession:
+		return a.closeSession(c.Session, c.Time)
+	case KindExpireSessions:
+		last := &Reply{Zxid: a.zxid}
+		for _, id := range c.Sessions {
+			r, err := a.closeSession(id, c.Time)
+			if err != nil {
+				return nil, err
+			}
+			last = r
+		}
+		return last, nil
+	case KindKeepAlive:
+		live := make([]int64, 0, len(c.Sessions))
+		for _, id := range c.Sessions {
+			ok, err := a.sessionExists(id)
+			if err != nil {
+				return nil, err
+			}
+			if ok {
+				live = append(live, id)
+			}
+		}
+		if len(live) > 0 {
+			a.events = append(a.events, Event{Kind: EventKeepAlive, Zxid: a.zxid, Sessions: live})
+		}
+		return &Reply{Zxid: a.zxid}, nil
+	}
+	return nil, ErrBadCommand
+}
+
+func (a *applier) sessionExists(id int64) (bool, error) {
+	v, err := getValue(a.kv.r, sessionKey(id))
+	return v != nil, err
+}
+
+// next consumes a zxid.
+func (a *applier) next() int64 {
+	a.zxid++
+	return a.zxid
+}
+
+func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
+	for _, t := range ts {
+		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path})
+	}
+}
+
+func (a *applier) request(c *Command) (*Reply, error) {
+	zxid := a.next() // a failed write consumes a zxid too, as ZooKeeper's error txn does
+	if c.Session != 0 {
+		ok, err := a.sessionExists(c.Session)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return &Reply{Err: jute.ErrSessionExpired, Zxid: zxid}, nil
+		}
+	}
+	ov := znode.NewOverlay(a.kv)
+	tx := &znode.Txn{KV: ov, Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts}
+	var resp jute.Record
+	var err error
+	if c.Op == jute.OpMulti {
+		req := new(jute.MultiRequest)
+		if uerr := jute.Unmarshal(c.Body, req); uerr != nil {
+			return nil, errors.Join(ErrBadCommand, uerr)
+		}
+		resp, err = tx.Multi(req.Ops)
+	} else {
+		req, ok := jute.NewRequest(c.Op)
+		if !ok || !znode.IsWrite(c.Op) {
+			return nil, ErrBadCommand
+		}
+		if uerr := jute.Unmarshal(c.Body, req); uerr != nil {
+			return nil, errors.Join(ErrBadCommand, uerr)
+		}
+		resp, err = tx.Apply(c.Op, req)
+	}
+	if err != nil {
+		var code jute.ErrCode
+		if errors.As(err, &code) {
+			return &Reply{Err: code, Zxid: zxid}, nil
+		}
+		return nil, err
+	}
+	if err := ov.Commit(); err != nil {
+		return nil, err
+	}
+	a.triggers(zxid, tx.Triggers)
+	r := &Reply{Zxid: zxid}
+	if resp != nil {
+		r.Body = marshal(resp)
+	}
+	return r, nil
+}
+
+func (a *applier) createSession(c *Command) (*Reply, error) {
+	ok, err := a.sessionExists(c.Session)
+	if err != nil {
+		return nil, err
+	}
+	if ok || c.Session == 0 {
+		// The proposer picks another id and tries again.
+		return &Reply{Err: jute.ErrNodeExists, Zxid: a.zxid}, nil
+	}
+	zxid := a.next()
+	var v [4]byte
+	binary.BigEndian.PutUint32(v[:], uint32(c.Timeout))
+	if err := a.kv.w.Set(sessionKey(c.Session), v[:], nil); err != nil {
+		return nil, err
+	}
+	a.events = append(a.events, Event{Kind: EventSessionCreated, Zxid: zxid, Session: c.Session, Timeout: c.Timeout})
+	return &Reply{Zxid: zxid}, nil
+}
+
+// closeSession deletes a session and its ephemerals in one transaction.
+func (a *applier) closeSession(id int64, time int64) (*Reply, error) {
+	ok, err := a.sessionExists(id)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return &Reply{Err: jute.ErrSessionExpired, Zxid: a.zxid}, nil
+	}
+	zxid := a.next()
+	tx := &znode.Txn{KV: a.kv, Zxid: zxid, Time: time, Session: id, Options: a.opts}
+	if err := tx.CloseSession(id); err != nil {
+		return nil, err
+	}
+	if err := a.kv.w.Delete(sessionKey(id), nil); err != nil {
+		return nil, err
+	}
+	a.triggers(zxid, tx.Triggers)
+	a.events = append(a.events, Event{Kind: EventSessionClosed, Zxid: zxid, Session: id})
+	return &Reply{Zxid: zxid}, nil
+}

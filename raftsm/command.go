@@ -1,0 +1,153 @@
+package raftsm
+
+import (
+	"fmt"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// Kind is the kind of a replicated command.
+type Kind int32
+
+const (
+	// KindRequest is a client write: Op and Body (the request record as
+	// the client sent it), with the client's session and auth ids.
+	KindRequest Kind = 1
+	// KindCreateSession creates Session with Timeout.
+	KindCreateSession Kind = 2
+	// KindCloseSession closes Session at its client's request.
+	KindCloseSession Kind = 3
+	// KindExpireSessions closes each of Sessions, decided by the leader.
+	KindExpireSessions Kind = 4
+	// KindKeepAlive reports Sessions heard from by a member since its last
+	// batch. It changes no state and consumes no zxid.
+	KindKeepAlive Kind = 5
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindRequest:
+		return "request"
+	case KindCreateSession:
+		return "createSession"
+	case KindCloseSession:
+		return "closeSession"
+	case KindExpireSessions:
+		return "expireSessions"
+	case KindKeepAlive:
+		return "keepAlive"
+	}
+	return fmt.Sprintf("Kind(%d)", int32(k))
+}
+
+const commandVersion = 1
+
+// Command is one entry of the replicated log. Everything Update needs is in
+// it: the proposer chooses the wall time (Time, ms) and the session id.
+type Command struct {
+	Kind     Kind
+	Session  int64
+	Time     int64
+	Op       jute.OpCode
+	Auth     []jute.ID
+	Timeout  int32
+	Sessions []int64
+	Body     []byte
+}
+
+// Encode writes c.
+func (c *Command) Encode(w *jute.Writer) {
+	w.Int(commandVersion)
+	w.Int(int32(c.Kind))
+	w.Long(c.Session)
+	w.Long(c.Time)
+	w.Int(int32(c.Op))
+	w.Int(int32(len(c.Auth)))
+	for _, id := range c.Auth {
+		w.String(id.Scheme)
+		w.String(id.ID)
+	}
+	w.Int(c.Timeout)
+	w.Int(int32(len(c.Sessions)))
+	for _, s := range c.Sessions {
+		w.Long(s)
+	}
+	w.Buffer(c.Body)
+}
+
+// Decode reads c; errors are left in r.
+func (c *Command) Decode(r *jute.Reader) {
+	if v := r.Int(); v != commandVersion && r.Err() == nil {
+		r.Rest()
+		c.Kind = 0
+		return
+	}
+	c.Kind = Kind(r.Int())
+	c.Session = r.Long()
+	c.Time = r.Long()
+	c.Op = jute.OpCode(r.Int())
+	n := r.Int()
+	if n < 0 || int(n) > r.Remaining()/8 {
+		r.Rest()
+		c.Kind = 0
+		return
+	}
+	c.Auth = make([]jute.ID, 0, n)
+	for i := int32(0); i < n && r.Err() == nil; i++ {
+		c.Auth = append(c.Auth, jute.ID{Scheme: r.String(), ID: r.String()})
+	}
+	c.Timeout = r.Int()
+	n = r.Int()
+	if n < 0 || int(n) > r.Remaining()/8 {
+		r.Rest()
+		c.Kind = 0
+		return
+	}
+	c.Sessions = make([]int64, 0, n)
+	for i := int32(0); i < n; i++ {
+		c.Sessions = append(c.Sessions, r.Long())
+	}
+	c.Body = r.Buffer()
+}
+
+var _ jute.Record = (*Command)(nil)
+
+// EncodeCommand returns the bytes to propose for c.
+func EncodeCommand(c *Command) []byte { return jute.Marshal(c) }
+
+// DecodeCommand decodes a proposed command.
+func DecodeCommand(b []byte) (*Command, error) {
+	c := new(Command)
+	if err := jute.Unmarshal(b, c); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
+	}
+	if c.Kind < KindRequest || c.Kind > KindKeepAlive {
+		return nil, fmt.Errorf("%w: kind %d", ErrBadCommand, c.Kind)
+	}
+	return c, nil
+}
+
+// Reply is the outcome of a command as Update returns it in Result.Data:
+// the wire error code, the zxid the command carried (the last zxid for
+// commands that consume none) and the response record bytes.
+type Reply struct {
+	Err  jute.ErrCode
+	Zxid int64
+	Body []byte
+}
+
+func (p *Reply) Encode(w *jute.Writer) {
+	w.Int(int32(p.Err))
+	w.Long(p.Zxid)
+	w.Buffer(p.Body)
+}
+
+func (p *Reply) Decode(r *jute.Reader) {
+	p.Err = jute.ErrCode(r.Int())
+	p.Zxid = r.Long()
+	p.Body = r.Buffer()
+}
+
+var _ jute.Record = (*Reply)(nil)
+
+func marshal(rec jute.Record) []byte { return jute.Marshal(rec) }

@@ -1,0 +1,18 @@
+package raftsm
+
+import "errors"
+
+var (
+	// ErrBadCommand means a log entry could not be decoded. Update stops the
+	// replica rather than skip it.
+	ErrBadCommand = errors.New("raftsm: undecodable command")
+	// ErrAppliedIndex means Dragonboat handed Update an entry at or below the
+	// applied index.
+	ErrAppliedIndex = errors.New("raftsm: applied index did not increase")
+	// ErrClosed is returned by Lookup after Close.
+	ErrClosed = errors.New("raftsm: state machine closed")
+	// ErrBadSnapshot means a snapshot stream is damaged.
+	ErrBadSnapshot = errors.New("raftsm: bad snapshot")
+	// ErrUnknownQuery means Lookup was given a query of the wrong type.
+	ErrUnknownQuery = errors.New("raftsm: unknown query type")
+)

@@ -1,0 +1,318 @@
+package raftsm
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/cockroachdb/pebble"
+	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// EventKind says what an Event reports.
+type EventKind int
+
+const (
+	// EventWatch is a watch trigger: Type on Path at Zxid.
+	EventWatch EventKind = iota + 1
+	// EventSessionCreated: Session now exists with Timeout (ms).
+	EventSessionCreated
+	// EventSessionClosed: Session is gone (closed or expired) at Zxid.
+	EventSessionClosed
+	// EventKeepAlive: Sessions were heard from by some member.
+	EventKeepAlive
+)
+
+// Event is what applying a command tells the member that hosts the replica.
+type Event struct {
+	Kind     EventKind
+	Zxid     int64
+	Type     jute.EventType
+	Path     string
+	Session  int64
+	Timeout  int32
+	Sessions []int64
+}
+
+// EventSink receives the events of each Update, in log order, after the
+// Update's batch is committed and visible to Lookup and before any proposer
+// learns its result. It is called with the state machine's write lock held,
+// so it must not call back into the state machine and must not block.
+//
+// INVARIANT: a reader that observes a change (Lookup after the batch
+// commits) runs after the sink has been given that change's triggers.
+type EventSink interface {
+	Applied(shardID uint64, zxid int64, events []Event)
+}
+
+// Config configures a state machine. Every replica of a shard must be given
+// the same Options.
+type Config struct {
+	// Dir is the directory under which each replica keeps its Pebble store.
+	Dir string
+	// Options are the tree rules.
+	Options znode.Options
+	// Sink receives applied events; nil discards them.
+	Sink EventSink
+}
+
+// NewFactory returns a Dragonboat factory for on-disk state machines.
+func NewFactory(cfg Config) sm.CreateOnDiskStateMachineFunc {
+	return func(shardID, replicaID uint64) sm.IOnDiskStateMachine {
+		return New(cfg, shardID, replicaID)
+	}
+}
+
+// StateMachine is the Dragonboat IOnDiskStateMachine of one replica.
+type StateMachine struct {
+	shardID   uint64
+	replicaID uint64
+	dir       string
+	opts      znode.Options
+	sink      EventSink
+
+	// mu orders Update against Lookup: Update holds it for writing from the
+	// first read of its batch until the sink has taken its events; Lookup
+	// holds it for reading. Lock order: mu, then the sink's own locks.
+	mu struct {
+		sync.RWMutex
+		db      *pebble.DB
+		applied uint64
+		zxid    int64
+	}
+}
+
+var _ sm.IOnDiskStateMachine = (*StateMachine)(nil)
+
+// New returns an unopened state machine.
+func New(cfg Config, shardID, replicaID uint64) *StateMachine {
+	return &StateMachine{
+		shardID:   shardID,
+		replicaID: replicaID,
+		dir:       filepath.Join(cfg.Dir, fmt.Sprintf("shard-%d-replica-%d", shardID, replicaID)),
+		opts:      cfg.Options,
+		sink:      cfg.Sink,
+	}
+}
+
+func pebbleOptions() *pebble.Options {
+	return &pebble.Options{
+		MemTableSize: 32 << 20,
+	}
+}
+
+// Open opens or creates the store and returns the applied index.
+func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
+	if err := os.MkdirAll(s.dir, 0o755); err != nil {
+		return 0, err
+	}
+	db, err := pebble.Open(s.dir, pebbleOptions())
+	if err != nil {
+		return 0, fmt.Errorf("raftsm: open %s: %w", s.dir, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.mu.db = db
+	v, err := getValue(db, keyApplied)
+	if err != nil {
+		return 0, err
+	}
+	if v == nil {
+		if err := initTree(db); err != nil {
+			return 0, err
+		}
+		return 0, nil
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: applied index of %d bytes", ErrBadSnapshot, len(v))
+	}
+	s.mu.applied = binary.BigEndian.Uint64(v)
+	z, err := getValue(db, keyZxid)
+	if err != nil {
+		return 0, err
+	}
+	if len(z) != 8 {
+		return 0, fmt.Errorf("%w: zxid of %d bytes", ErrBadSnapshot, len(z))
+	}
+	s.mu.zxid = int64(binary.BigEndian.Uint64(z))
+	return s.mu.applied, nil
+}
+
+// initTree writes the tree every ZooKeeper starts with: the root,
+// /zookeeper, /zookeeper/quota and /zookeeper/config, all with zero stats.
+func initTree(db *pebble.DB) error {
+	b := db.NewBatch()
+	kv := pebbleKV{w: b}
+	nodes := []struct {
+		path string
+		n    *znode.Node
+	}{
+		{"/", &znode.Node{ACL: znode.OpenACL, NumChildren: 1}},
+		{znode.ZooKeeperPath, &znode.Node{ACL: znode.OpenACL, NumChildren: 2}},
+		{znode.QuotaPath, &znode.Node{ACL: znode.OpenACL}},
+		{znode.ConfigPath, &znode.Node{ACL: znode.ReadACLUnsafe, Aversion: -1}},
+	}
+	for _, x := range nodes {
+		if err := kv.Put(x.path, x.n); err != nil {
+			return err
+		}
+	}
+	if err := putMeta(b, 0, 0); err != nil {
+		return err
+	}
+	return b.Commit(pebble.Sync)
+}
+
+func putMeta(w writer, applied uint64, zxid int64) error {
+	var a, z [8]byte
+	binary.BigEndian.PutUint64(a[:], applied)
+	binary.BigEndian.PutUint64(z[:], uint64(zxid))
+	if err := w.Set(keyApplied, a[:], nil); err != nil {
+		return err
+	}
+	return w.Set(keyZxid, z[:], nil)
+}
+
+// Update applies committed entries in one Pebble batch.
+func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.mu.db.NewIndexedBatch()
+	defer b.Close()
+	a := applier{kv: pebbleKV{r: b, w: b}, opts: s.opts, zxid: s.mu.zxid}
+	applied := s.mu.applied
+	for i := range entries {
+		e := &entries[i]
+		if e.Index <= applied {
+			return nil, fmt.Errorf("%w: entry %d after %d", ErrAppliedIndex, e.Index, applied)
+		}
+		applied = e.Index
+		if len(e.Cmd) == 0 {
+			continue
+		}
+		cmd, err := DecodeCommand(e.Cmd)
+		if err != nil {
+			return nil, fmt.Errorf("raftsm: entry %d: %w", e.Index, err)
+		}
+		reply, err := a.apply(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("raftsm: entry %d (%s): %w", e.Index, cmd.Kind, err)
+		}
+		e.Result = sm.Result{Value: uint64(reply.Zxid), Data: marshal(reply)}
+	}
+	if err := putMeta(b, applied, a.zxid); err != nil {
+		return nil, err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return nil, fmt.Errorf("raftsm: commit: %w", err)
+	}
+	s.mu.applied = applied
+	s.mu.zxid = a.zxid
+	if s.sink != nil {
+		s.sink.Applied(s.shardID, a.zxid, a.events)
+	}
+	return entries, nil
+}
+
+// View is a consistent read-only view of a replica's state, valid only
+// inside the ReadFunc it is passed to.
+type View struct {
+	kv   pebbleKV
+	zxid int64
+}
+
+// Zxid is the last applied zxid.
+func (v View) Zxid() int64 { return v.zxid }
+
+// Tree is the read-only data tree.
+func (v View) Tree() znode.KV { return v.kv }
+
+// Session returns a session's timeout in ms.
+func (v View) Session(id int64) (timeout int32, ok bool, err error) {
+	b, err := getValue(v.kv.r, sessionKey(id))
+	if err != nil || b == nil {
+		return 0, false, err
+	}
+	if len(b) != 4 {
+		return 0, false, fmt.Errorf("%w: session record of %d bytes", ErrBadSnapshot, len(b))
+	}
+	return int32(binary.BigEndian.Uint32(b)), true, nil
+}
+
+// SessionInfo is a stored session.
+type SessionInfo struct {
+	ID      int64
+	Timeout int32
+}
+
+// Sessions lists every session in id order.
+func (v View) Sessions() ([]SessionInfo, error) {
+	lo := []byte{spaceSession}
+	it := v.kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	var out []SessionInfo
+	for it.First(); it.Valid(); it.Next() {
+		k, val := it.Key(), it.Value()
+		if len(k) != 9 || len(val) != 4 {
+			it.Close()
+			return nil, fmt.Errorf("%w: session record", ErrBadSnapshot)
+		}
+		out = append(out, SessionInfo{
+			ID:      int64(binary.BigEndian.Uint64(k[1:])),
+			Timeout: int32(binary.BigEndian.Uint32(val)),
+		})
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return out, it.Close()
+}
+
+// ReadFunc is the query type Lookup takes. It runs under the state
+// machine's read lock: no Update is applied while it runs, so a watch it
+// registers cannot miss a change newer than what it read.
+type ReadFunc func(v View) (any, error)
+
+// Lookup runs a ReadFunc against the current state.
+func (s *StateMachine) Lookup(query any) (any, error) {
+	fn, ok := query.(ReadFunc)
+	if !ok {
+		return nil, fmt.Errorf("%w: %T", ErrUnknownQuery, query)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.db == nil {
+		return nil, ErrClosed
+	}
+	return fn(View{kv: pebbleKV{r: s.mu.db}, zxid: s.mu.zxid})
+}
+
+// Sync makes everything applied so far durable.
+func (s *StateMachine) Sync() error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.mu.db == nil {
+		return ErrClosed
+	}
+	return s.mu.db.LogData(nil, pebble.Sync)
+}
+
+// Close closes the store.
+func (s *StateMachine) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.db == nil {
+		return nil
+	}
+	err := s.mu.db.Close()
+	s.mu.db = nil
+	return err
+}
+
+var errStopped = errors.New("raftsm: stopped")

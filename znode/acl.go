@@ -1,0 +1,154 @@
+package znode
+
+import (
+	"crypto/sha1"
+	"encoding/base64"
+	"net"
+	"strconv"
+	"strings"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// Well-known ACLs.
+var (
+	OpenACL       = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
+	ReadACLUnsafe = []jute.ACL{{Perms: jute.PermRead, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
+)
+
+// DigestID returns the digest id for user:password as ZooKeeper computes it:
+// user:base64(sha1("user:password")).
+func DigestID(userPassword string) string {
+	user, _, _ := strings.Cut(userPassword, ":")
+	sum := sha1.Sum([]byte(userPassword))
+	return user + ":" + base64.StdEncoding.EncodeToString(sum[:])
+}
+
+// authenticated reports whether ids of scheme count for the "auth" ACL
+// scheme (the provider's isAuthenticated): digest and super do, ip does not.
+func authenticated(scheme string) bool {
+	switch scheme {
+	case "digest", "super", "sasl", "x509":
+		return true
+	}
+	return false
+}
+
+// validID is the provider's isValid for scheme; unknown schemes are invalid.
+func validID(scheme, id string) bool {
+	switch scheme {
+	case "digest":
+		return len(strings.Split(id, ":")) == 2
+	case "ip":
+		_, ok := parseIPNet(id)
+		return ok
+	case "sasl", "x509":
+		return id != ""
+	}
+	return false
+}
+
+func parseIPNet(id string) (*net.IPNet, bool) {
+	addr, bitsStr, hasBits := strings.Cut(id, "/")
+	ip := net.ParseIP(addr)
+	if ip == nil {
+		return nil, false
+	}
+	size := 128
+	if v4 := ip.To4(); v4 != nil {
+		ip, size = v4, 32
+	}
+	bits := size
+	if hasBits {
+		b, err := strconv.Atoi(bitsStr)
+		if err != nil || b < 0 || b > size {
+			return nil, false
+		}
+		bits = b
+	}
+	return &net.IPNet{IP: ip.Mask(net.CIDRMask(bits, size)), Mask: net.CIDRMask(bits, size)}, true
+}
+
+// matches is the provider's matches(authId, aclId).
+func matches(scheme, authID, aclID string) bool {
+	switch scheme {
+	case "ip":
+		n, ok := parseIPNet(aclID)
+		if !ok {
+			return false
+		}
+		ip := net.ParseIP(authID)
+		return ip != nil && n.Contains(ip)
+	case "digest", "sasl", "x509":
+		return authID == aclID
+	}
+	return false
+}
+
+// FixupACL validates a client-supplied ACL and expands the "auth" scheme to
+// the caller's authenticated ids, as PrepRequestProcessor.fixupACL does.
+func FixupACL(acl []jute.ACL, auth []jute.ID) ([]jute.ACL, error) {
+	if len(acl) == 0 {
+		return nil, jute.ErrInvalidACL
+	}
+	out := make([]jute.ACL, 0, len(acl))
+	add := func(a jute.ACL) {
+		for _, b := range out {
+			if b == a {
+				return
+			}
+		}
+		out = append(out, a)
+	}
+	for _, a := range acl {
+		switch {
+		case a.ID.Scheme == "world" && a.ID.ID == "anyone":
+			add(a)
+		case a.ID.Scheme == "auth":
+			found := false
+			for _, id := range auth {
+				if authenticated(id.Scheme) {
+					add(jute.ACL{Perms: a.Perms, ID: id})
+					found = true
+				}
+			}
+			if !found {
+				return nil, jute.ErrInvalidACL
+			}
+		default:
+			if !validID(a.ID.Scheme, a.ID.ID) {
+				return nil, jute.ErrInvalidACL
+			}
+			add(a)
+		}
+	}
+	return out, nil
+}
+
+// CheckACL reports whether a caller with auth ids holds perm on a node with
+// acl (ZooKeeperServer.checkACL). An empty ACL allows everything, and so does
+// a super id.
+func CheckACL(acl []jute.ACL, perm int32, auth []jute.ID) error {
+	if len(acl) == 0 {
+		return nil
+	}
+	for _, id := range auth {
+		if id.Scheme == "super" {
+			return nil
+		}
+	}
+	for _, a := range acl {
+		if a.Perms&perm == 0 {
+			continue
+		}
+		if a.ID.Scheme == "world" && a.ID.ID == "anyone" {
+			return nil
+		}
+		for _, id := range auth {
+			if id.Scheme == a.ID.Scheme && matches(id.Scheme, id.ID, a.ID.ID) {
+				return nil
+			}
+		}
+	}
+	return jute.ErrNoAuth
+}

@@ -1,0 +1,129 @@
+package znode
+
+import (
+	"errors"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// IsWrite reports whether op is a write that goes through the log.
+func IsWrite(op jute.OpCode) bool {
+	switch op {
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti:
+		return true
+	}
+	return false
+}
+
+// Apply performs one write op against tx and returns its response record
+// (nil for ops without a body). A ZooKeeper failure is returned as a
+// jute.ErrCode error; any other error is a store failure.
+func (tx *Txn) Apply(op jute.OpCode, req jute.Record) (jute.Record, error) {
+	switch r := req.(type) {
+	case *jute.CreateRequest:
+		path, n, err := tx.Create(r.Path, r.Data, r.ACL, r.Flags, -1)
+		if err != nil {
+			return nil, err
+		}
+		if op == jute.OpCreate {
+			return &jute.CreateResponse{Path: path}, nil
+		}
+		return &jute.Create2Response{Path: path, Stat: n.Stat()}, nil
+	case *jute.CreateTTLRequest:
+		path, n, err := tx.Create(r.Path, r.Data, r.ACL, r.Flags, r.TTL)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.Create2Response{Path: path, Stat: n.Stat()}, nil
+	case *jute.DeleteRequest:
+		return nil, tx.Delete(r.Path, r.Version)
+	case *jute.SetDataRequest:
+		n, err := tx.SetData(r.Path, r.Data, r.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.SetDataResponse{Stat: n.Stat()}, nil
+	case *jute.SetACLRequest:
+		n, err := tx.SetACL(r.Path, r.ACL, r.Version)
+		if err != nil {
+			return nil, err
+		}
+		return &jute.SetACLResponse{Stat: n.Stat()}, nil
+	case *jute.CheckVersionRequest:
+		return nil, tx.Check(r.Path, r.Version)
+	}
+	return nil, jute.ErrUnimplemented
+}
+
+// multiResultType is the op type ZooKeeper reports for a multi sub-result:
+// the Java server rebuilds each op from its flags, so create2 reports as
+// create (path only) while container and TTL creates carry a Stat.
+func multiResultType(op jute.OpCode, req jute.Record) jute.OpCode {
+	switch r := req.(type) {
+	case *jute.CreateRequest:
+		if r.Flags == jute.FlagContainer {
+			return jute.OpCreateContainer
+		}
+		return jute.OpCreate
+	case *jute.CreateTTLRequest:
+		return jute.OpCreateTTL
+	}
+	return op
+}
+
+// Multi applies ops as one transaction. Each op runs over an overlay of the
+// store so that later ops see earlier ones; if any op fails, nothing is
+// written and every result is an error result: OK before the failing op, its
+// code for it, RUNTIMEINCONSISTENCY after it. A store error is returned as
+// err and stops the replica.
+func (tx *Txn) Multi(ops []jute.MultiOp) (*jute.MultiResponse, error) {
+	ov := NewOverlay(tx.KV)
+	sub := *tx
+	sub.KV = ov
+	sub.Triggers = nil
+	resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(ops))}
+	failed := -1
+	var failCode jute.ErrCode
+	for i, op := range ops {
+		var r jute.Record
+		var err error
+		if op.Type == jute.OpCreate2 {
+			// Reported as a plain create, as the Java server does.
+			r, err = sub.Apply(jute.OpCreate, op.Req)
+		} else {
+			r, err = sub.Apply(op.Type, op.Req)
+		}
+		if err != nil {
+			var code jute.ErrCode
+			if !errors.As(err, &code) {
+				return nil, err
+			}
+			failed, failCode = i, code
+			break
+		}
+		if cr, ok := r.(*jute.Create2Response); ok && multiResultType(op.Type, op.Req) == jute.OpCreate {
+			r = &jute.CreateResponse{Path: cr.Path}
+		}
+		resp.Results = append(resp.Results, jute.MultiResult{Type: multiResultType(op.Type, op.Req), Resp: r})
+	}
+	if failed < 0 {
+		if err := ov.Commit(); err != nil {
+			return nil, err
+		}
+		tx.Triggers = append(tx.Triggers, sub.Triggers...)
+		return resp, nil
+	}
+	resp.Results = resp.Results[:0]
+	for i := range ops {
+		code := jute.ErrOK
+		switch {
+		case i == failed:
+			code = failCode
+		case i > failed:
+			code = jute.ErrRuntimeInconsistency
+		}
+		resp.Results = append(resp.Results, jute.MultiResult{Type: jute.OpError, Err: code})
+	}
+	return resp, nil
+}

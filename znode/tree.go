@@ -1,0 +1,328 @@
+package znode
+
+import (
+	"fmt"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// KV is the store the tree rules run over. Get returns (nil, nil) for a
+// missing node. Children returns child names in ascending byte order and
+// Ephemerals returns paths in ascending order, so that everything computed
+// from them is deterministic. A returned *Node must not be modified; Put a
+// modified Clone instead.
+type KV interface {
+	Get(path string) (*Node, error)
+	Put(path string, n *Node) error
+	Delete(path string) error
+	Children(path string) ([]string, error)
+	SetEphemeral(owner int64, path string, present bool) error
+	Ephemerals(owner int64) ([]string, error)
+}
+
+// Options are the tree rules that a server configures. Every replica of a
+// shard must use the same Options.
+type Options struct {
+	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
+	ExtendedTypes bool
+}
+
+// Trigger is a watch event that a change causes. NodeCreated and
+// NodeDataChanged go to data watches on Path, NodeChildrenChanged to child
+// watches on Path, NodeDeleted to both.
+type Trigger struct {
+	Type jute.EventType
+	Path string
+}
+
+// Txn is one transaction: the store it changes, the zxid and time it
+// carries, and who asks. Operations append the watch triggers they cause to
+// Triggers. The caller discards the store's writes when an operation fails.
+type Txn struct {
+	KV       KV
+	Zxid     int64
+	Time     int64 // wall-clock ms chosen by the proposer
+	Session  int64
+	Auth     []jute.ID
+	Options  Options
+	Triggers []Trigger
+}
+
+func (tx *Txn) trigger(t jute.EventType, path string) {
+	tx.Triggers = append(tx.Triggers, Trigger{Type: t, Path: path})
+}
+
+func (tx *Txn) get(path string) (*Node, error) {
+	n, err := tx.KV.Get(path)
+	if err != nil {
+		return nil, err
+	}
+	if n == nil {
+		return nil, jute.ErrNoNode
+	}
+	return n, nil
+}
+
+func checkVersion(expected, actual int32) error {
+	if expected != -1 && expected != actual {
+		return jute.ErrBadVersion
+	}
+	return nil
+}
+
+// SequenceSuffix formats a parent's stored cversion as ZooKeeper's
+// String.format("%010d", int) does, wrapping negative past 2^31-1.
+func SequenceSuffix(cversion int32) string {
+	return fmt.Sprintf("%010d", cversion)
+}
+
+// Create applies a create of any mode (create, create2, createContainer,
+// createTTL). ttl is -1 unless the request was a createTTL. It returns the
+// created path and node.
+func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl int64) (string, *Node, error) {
+	// Order of checks follows PrepRequestProcessor.pRequest2TxnCreate.
+	if flags < jute.FlagPersistent || flags > jute.FlagPersistentSequentialTTL {
+		return "", nil, jute.ErrBadArguments
+	}
+	isTTL := flags == jute.FlagPersistentTTL || flags == jute.FlagPersistentSequentialTTL
+	if isTTL && !tx.Options.ExtendedTypes {
+		return "", nil, jute.ErrUnimplemented
+	}
+	if isTTL {
+		if ttl <= 0 || ttl > MaxTTL {
+			return "", nil, jute.ErrBadArguments
+		}
+	} else if ttl >= 0 {
+		return "", nil, jute.ErrBadArguments
+	}
+	ephemeral := flags == jute.FlagEphemeral || flags == jute.FlagEphemeralSequential
+	sequential := flags == jute.FlagPersistentSequential || flags == jute.FlagEphemeralSequential ||
+		flags == jute.FlagPersistentSequentialTTL
+	if ephemeral && tx.Session == 0 {
+		return "", nil, jute.ErrBadArguments
+	}
+	parentPath, ok := Parent(path)
+	if !ok || containsNUL(path) {
+		return "", nil, jute.ErrBadArguments
+	}
+	acl, err := FixupACL(acl, tx.Auth)
+	if err != nil {
+		return "", nil, err
+	}
+	parent, err := tx.get(parentPath)
+	if err != nil {
+		return "", nil, err
+	}
+	if err := CheckACL(parent.ACL, jute.PermCreate, tx.Auth); err != nil {
+		return "", nil, err
+	}
+	if sequential {
+		path += SequenceSuffix(parent.Cversion)
+	}
+	if err := ValidatePath(path); err != nil {
+		return "", nil, err
+	}
+	existing, err := tx.KV.Get(path)
+	if err != nil {
+		return "", nil, err
+	}
+	if existing != nil {
+		return "", nil, jute.ErrNodeExists
+	}
+	if KindOf(parent.EphemeralOwner) == OwnerSession {
+		return "", nil, jute.ErrNoChildrenForEphemerals
+	}
+
+	var owner int64
+	switch {
+	case ephemeral:
+		owner = tx.Session
+	case flags == jute.FlagContainer:
+		owner = ContainerOwner
+	case isTTL:
+		owner = TTLOwner(ttl)
+	}
+	n := &Node{
+		Data: data, ACL: acl,
+		Czxid: tx.Zxid, Mzxid: tx.Zxid, Pzxid: tx.Zxid,
+		Ctime: tx.Time, Mtime: tx.Time,
+		EphemeralOwner: owner,
+	}
+	p := parent.Clone()
+	p.Cversion++
+	p.Pzxid = tx.Zxid
+	p.NumChildren++
+	if err := tx.KV.Put(parentPath, p); err != nil {
+		return "", nil, err
+	}
+	if err := tx.KV.Put(path, n); err != nil {
+		return "", nil, err
+	}
+	if ephemeral {
+		if err := tx.KV.SetEphemeral(owner, path, true); err != nil {
+			return "", nil, err
+		}
+	}
+	tx.trigger(jute.EventNodeCreated, path)
+	tx.trigger(jute.EventNodeChildrenChanged, parentPath)
+	return path, n, nil
+}
+
+func containsNUL(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] == 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Delete applies a delete (PrepRequestProcessor's checks, in its order: the
+// parent and its DELETE permission come before the node itself).
+func (tx *Txn) Delete(path string, version int32) error {
+	parentPath, ok := Parent(path)
+	if !ok || containsNUL(path) || IsSpecial(path) {
+		return jute.ErrBadArguments
+	}
+	parent, err := tx.get(parentPath)
+	if err != nil {
+		return err
+	}
+	if err := CheckACL(parent.ACL, jute.PermDelete, tx.Auth); err != nil {
+		return err
+	}
+	n, err := tx.get(path)
+	if err != nil {
+		return err
+	}
+	if err := checkVersion(version, n.Version); err != nil {
+		return err
+	}
+	if n.NumChildren > 0 {
+		return jute.ErrNotEmpty
+	}
+	return tx.remove(parentPath, parent, path, n)
+}
+
+// remove deletes a checked node and updates its parent.
+func (tx *Txn) remove(parentPath string, parent *Node, path string, n *Node) error {
+	p := parent.Clone()
+	p.NumChildren--
+	if tx.Zxid > p.Pzxid {
+		p.Pzxid = tx.Zxid
+	}
+	if err := tx.KV.Put(parentPath, p); err != nil {
+		return err
+	}
+	if err := tx.KV.Delete(path); err != nil {
+		return err
+	}
+	if KindOf(n.EphemeralOwner) == OwnerSession {
+		if err := tx.KV.SetEphemeral(n.EphemeralOwner, path, false); err != nil {
+			return err
+		}
+	}
+	tx.trigger(jute.EventNodeDeleted, path)
+	tx.trigger(jute.EventNodeChildrenChanged, parentPath)
+	return nil
+}
+
+// SetData applies a setData.
+func (tx *Txn) SetData(path string, data []byte, version int32) (*Node, error) {
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	n, err := tx.get(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckACL(n.ACL, jute.PermWrite, tx.Auth); err != nil {
+		return nil, err
+	}
+	if err := checkVersion(version, n.Version); err != nil {
+		return nil, err
+	}
+	c := n.Clone()
+	c.Data = data
+	c.Version++
+	c.Mzxid = tx.Zxid
+	c.Mtime = tx.Time
+	if err := tx.KV.Put(path, c); err != nil {
+		return nil, err
+	}
+	tx.trigger(jute.EventNodeDataChanged, path)
+	return c, nil
+}
+
+// SetACL applies a setACL. It fires no watch.
+func (tx *Txn) SetACL(path string, acl []jute.ACL, version int32) (*Node, error) {
+	if err := ValidatePath(path); err != nil {
+		return nil, err
+	}
+	acl, err := FixupACL(acl, tx.Auth)
+	if err != nil {
+		return nil, err
+	}
+	n, err := tx.get(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := CheckACL(n.ACL, jute.PermAdmin, tx.Auth); err != nil {
+		return nil, err
+	}
+	if err := checkVersion(version, n.Aversion); err != nil {
+		return nil, err
+	}
+	c := n.Clone()
+	c.ACL = acl
+	c.Aversion++
+	if err := tx.KV.Put(path, c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Check applies a version check (op 13). It changes nothing.
+func (tx *Txn) Check(path string, version int32) error {
+	if err := ValidatePath(path); err != nil {
+		return err
+	}
+	n, err := tx.get(path)
+	if err != nil {
+		return err
+	}
+	if err := CheckACL(n.ACL, jute.PermRead, tx.Auth); err != nil {
+		return err
+	}
+	return checkVersion(version, n.Version)
+}
+
+// CloseSession deletes every ephemeral of owner, in ascending path order.
+// Paths that are already gone are skipped, as ZooKeeper does.
+func (tx *Txn) CloseSession(owner int64) error {
+	paths, err := tx.KV.Ephemerals(owner)
+	if err != nil {
+		return err
+	}
+	for _, path := range paths {
+		n, err := tx.KV.Get(path)
+		if err != nil {
+			return err
+		}
+		if n == nil || n.EphemeralOwner != owner {
+			if err := tx.KV.SetEphemeral(owner, path, false); err != nil {
+				return err
+			}
+			continue
+		}
+		parentPath, _ := Parent(path)
+		parent, err := tx.get(parentPath)
+		if err != nil {
+			return fmt.Errorf("znode: ephemeral %s has no parent: %w", path, err)
+		}
+		if err := tx.remove(parentPath, parent, path, n); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# zk-differential.sh runs the conformance suite (./conformance) against a real
+# Apache ZooKeeper 3.8 (the Debian package), so that the suite is known to
+# encode ZooKeeper's behaviour and not ours.
+#
+# It installs ZooKeeper if it is missing (apt-get, so run it as root on a fresh
+# Debian machine), starts a standalone server with tickTime=2000 on a free
+# loopback port in a fresh temporary directory, waits until it answers, runs
+#
+#     CONFORMANCE_ADDR=127.0.0.1:<port> go test -count=1 ./conformance/ "$@"
+#
+# from the repository root, stops the server, removes the temporary directory
+# and exits with the status of go test. Extra arguments go to go test, e.g.
+#
+#     scripts/zk-differential.sh -v -run 'TestWatch'
+#
+# Environment:
+#   ZK_PORT       first port to try (default 22181); the next free one is used
+#   ZK_KEEP_TMP   if non-empty, keep the temporary directory (server log) on exit
+#   JAVA          java binary (default: java on PATH)
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+
+log() { printf 'zk-differential: %s\n' "$*" >&2; }
+
+# ---------------------------------------------------------------------------
+# 1. Make sure ZooKeeper and Java are installed.
+zk_jar=/usr/share/java/zookeeper.jar
+if [[ ! -f "$zk_jar" ]] || ! command -v "${JAVA:-java}" >/dev/null 2>&1; then
+	log "installing ZooKeeper (apt-get install zookeeper zookeeper-bin)"
+	if [[ "$(id -u)" -ne 0 ]]; then
+		log "ZooKeeper is not installed and we are not root; install the Debian package 'zookeeper' first"
+		exit 2
+	fi
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y --no-install-recommends zookeeper zookeeper-bin
+fi
+java_bin="${JAVA:-$(command -v java)}"
+if [[ ! -f "$zk_jar" || -z "$java_bin" ]]; then
+	log "ZooKeeper or java still missing after installation"
+	exit 2
+fi
+command -v go >/dev/null 2>&1 || { log "go is not on PATH"; exit 2; }
+
+# ---------------------------------------------------------------------------
+# 2. A fresh temporary directory with zoo.cfg, log4j.properties and dataDir.
+tmp="$(mktemp -d "${TMPDIR:-/tmp}/zk-differential.XXXXXX")"
+zk_pid=""
+
+cleanup() {
+	local status=$?
+	if [[ -n "$zk_pid" ]] && kill -0 "$zk_pid" 2>/dev/null; then
+		kill "$zk_pid" 2>/dev/null || true
+		for _ in $(seq 1 50); do
+			kill -0 "$zk_pid" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$zk_pid" 2>/dev/null || true
+		wait "$zk_pid" 2>/dev/null || true
+	fi
+	if [[ -n "${ZK_KEEP_TMP:-}" ]]; then
+		log "kept $tmp (server log: $tmp/zookeeper.log)"
+	else
+		rm -rf "$tmp"
+	fi
+	exit "$status"
+}
+trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# port_in_use PORT: true if something accepts connections on 127.0.0.1:PORT.
+port_in_use() {
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+port="${ZK_PORT:-22181}"
+for _ in $(seq 1 200); do
+	port_in_use "$port" || break
+	port=$((port + 1))
+done
+if port_in_use "$port"; then
+	log "no free port found starting at ${ZK_PORT:-22181}"
+	exit 2
+fi
+
+mkdir -p "$tmp/conf" "$tmp/data"
+cat >"$tmp/conf/zoo.cfg" <<EOF
+tickTime=2000
+initLimit=10
+syncLimit=5
+dataDir=$tmp/data
+clientPort=$port
+clientPortAddress=127.0.0.1
+admin.enableServer=false
+4lw.commands.whitelist=*
+maxClientCnxns=0
+EOF
+cat >"$tmp/conf/log4j.properties" <<EOF
+log4j.rootLogger=INFO, FILE
+log4j.appender.FILE=org.apache.log4j.FileAppender
+log4j.appender.FILE.File=$tmp/zookeeper.log
+log4j.appender.FILE.layout=org.apache.log4j.PatternLayout
+log4j.appender.FILE.layout.ConversionPattern=%d{ISO8601} - %-5p [%t:%C{1}@%L] - %m%n
+EOF
+
+# zookeeper.jar's manifest Class-Path names its runtime dependencies under
+# /usr/share/java. slf4j-log4j12 + log4j 1.2 give it a logger that writes to
+# our file; without them slf4j falls back to NOP and we would have no log.
+cp="$tmp/conf:$zk_jar"
+for jar in slf4j-log4j12.jar log4j-1.2.jar; do
+	[[ -f "/usr/share/java/$jar" ]] && cp="$cp:/usr/share/java/$jar"
+done
+
+# ---------------------------------------------------------------------------
+# 3. Start ZooKeeper (standalone) in the background.
+log "starting ZooKeeper on 127.0.0.1:$port (dir $tmp)"
+"$java_bin" -Xmx512m \
+	-Dlog4j.configuration="file:$tmp/conf/log4j.properties" \
+	-Dzookeeper.log.dir="$tmp" \
+	-Dzookeeper.admin.enableServer=false \
+	-cp "$cp" \
+	org.apache.zookeeper.server.ZooKeeperServerMain "$tmp/conf/zoo.cfg" \
+	>"$tmp/stdout.log" 2>&1 </dev/null &
+zk_pid=$!
+
+# ruok PORT: prints the server's answer to the ruok four-letter word.
+ruok() {
+	local reply=""
+	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
+	printf 'ruok' >&3
+	read -r -t 2 -n 4 reply <&3 || true
+	exec 3<&- 3>&-
+	printf '%s' "$reply"
+}
+
+ready=""
+for _ in $(seq 1 300); do # 300 * 0.1 s = 30 s
+	if ! kill -0 "$zk_pid" 2>/dev/null; then
+		log "ZooKeeper exited during startup; its output:"
+		cat "$tmp/stdout.log" "$tmp/zookeeper.log" 2>/dev/null | tail -n 50 >&2 || true
+		exit 2
+	fi
+	if [[ "$(ruok "$port" 2>/dev/null)" == "imok" ]]; then
+		ready=1
+		break
+	fi
+	sleep 0.1
+done
+if [[ -z "$ready" ]]; then
+	log "ZooKeeper did not answer ruok within 30 s; its log:"
+	tail -n 50 "$tmp/zookeeper.log" >&2 2>/dev/null || true
+	exit 2
+fi
+log "ZooKeeper is up (pid $zk_pid)"
+
+# ---------------------------------------------------------------------------
+# 4. Run the suite; its status is ours.
+set +e
+(cd "$repo_root" && CONFORMANCE_ADDR="127.0.0.1:$port" go test -count=1 ./conformance/ "$@")
+status=$?
+set -e
+if [[ $status -ne 0 ]]; then
+	log "go test failed with status $status; last lines of the ZooKeeper log:"
+	tail -n 30 "$tmp/zookeeper.log" >&2 2>/dev/null || true
+fi
+exit "$status"

@@ -1,14 +1,46 @@
 package conformance
 
-import "errors"
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+
+	"github.com/zkraft/zkraft/server"
+)
 
 // startEmbedded starts an in-process zkraft with its data in dataDir and
-// returns its client address and a function that stops it.
-//
-// Placeholder: the lead engineer replaces this file once the server can be
-// started in-process. Until then the suite runs only with
-// CONFORMANCE_ADDR=host:port (see scripts/zk-differential.sh), and without it
-// TestMain fails loudly instead of skipping.
+// returns its client address and a function that stops it. The suite still
+// reaches it only over TCP.
 func startEmbedded(dataDir string) (addr string, stop func(), err error) {
-	return "", nil, errors.New("embedded zkraft not wired yet")
+	raftPort, err := freePort()
+	if err != nil {
+		return "", nil, err
+	}
+	var logOut io.Writer = io.Discard
+	if os.Getenv("CONFORMANCE_SERVER_LOG") != "" {
+		logOut = os.Stderr
+	}
+	srv, err := server.New(server.Config{
+		ClientAddr: "127.0.0.1:0",
+		RaftAddr:   fmt.Sprintf("127.0.0.1:%d", raftPort),
+		DataDir:    dataDir,
+		TickTime:   time.Duration(tickMs) * time.Millisecond,
+		Logger:     slog.New(slog.NewTextHandler(logOut, nil)),
+	})
+	if err != nil {
+		return "", nil, err
+	}
+	return srv.Addr().String(), func() { srv.Close() }, nil
+}
+
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
 }

@@ -77,7 +77,7 @@ func createReq(path string, data []byte, flags int32) []byte {
 }
 
 func pathWatchReq(path string, watch bool) []byte { return new(jw).str(path).boolean(watch).bytes() }
-func pathReq(path string) []byte                   { return new(jw).str(path).bytes() }
+func pathReq(path string) []byte                  { return new(jw).str(path).bytes() }
 
 func deleteReq(path string, version int32) []byte {
 	return new(jw).str(path).i32(version).bytes()

@@ -1,5 +1,127 @@
 // Command zkraft is the one binary: serve (the default), and later import,
 // export, bench and operator commands.
+//
+//	zkraft [serve] [--config zoo.cfg] [--client-addr 127.0.0.1:2181] [--data-dir ./zkraft-data] ...
 package main
 
-func main() {}
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"sort"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/zkraft/zkraft/server"
+)
+
+func main() {
+	args := os.Args[1:]
+	cmd := "serve"
+	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
+		cmd, args = args[0], args[1:]
+	}
+	var err error
+	switch cmd {
+	case "serve":
+		err = serve(args)
+	case "version":
+		fmt.Println(server.Version)
+	default:
+		err = fmt.Errorf("unknown command %q (commands: serve, version)", cmd)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "zkraft:", err)
+		os.Exit(1)
+	}
+}
+
+func serve(args []string) error {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	var (
+		configPath = fs.String("config", "", "Apache ZooKeeper zoo.cfg to read (flags given explicitly override it)")
+		clientAddr = fs.String("client-addr", "127.0.0.1:2181", "client listener address")
+		dataDir    = fs.String("data-dir", "./zkraft-data", "data directory")
+		logDir     = fs.String("data-log-dir", "", "directory for the Raft log (default: data dir)")
+		raftAddr   = fs.String("raft-addr", "127.0.0.1:2888", "Raft address of this member")
+		tick       = fs.Duration("tick-time", 2*time.Second, "ZooKeeper tickTime")
+		minTO      = fs.Duration("min-session-timeout", 0, "minimum session timeout (default 2 ticks)")
+		maxTO      = fs.Duration("max-session-timeout", 0, "maximum session timeout (default 20 ticks)")
+		maxCnxns   = fs.Int("max-client-cnxns", 0, "connections allowed per client IP (0: no limit)")
+		maxBuffer  = fs.Int("jute-maxbuffer", 0xfffff, "largest request accepted, in bytes (ZooKeeper's jute.maxbuffer)")
+		readMode   = fs.String("read-mode", "linearizable", "linearizable or sequential (ZooKeeper's own consistency)")
+		extended   = fs.Bool("extended-types", false, "enable TTL nodes (zookeeper.extendedTypesEnabled)")
+		fourLW     = fs.String("4lw", "", "comma-separated four-letter words to enable, * for all (default srvr)")
+		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		return fmt.Errorf("--log-level: %w", err)
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+
+	cfg := server.Config{Logger: logger}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *configPath != "" {
+		f, err := os.Open(*configPath)
+		if err != nil {
+			return err
+		}
+		ignored, err := applyZooCfg(f, &cfg)
+		f.Close()
+		if err != nil {
+			return err
+		}
+		sort.Strings(ignored)
+		if len(ignored) > 0 {
+			logger.Info("zoo.cfg keys not used yet", "keys", ignored)
+		}
+	}
+	override := func(name string, apply func()) {
+		if set[name] || *configPath == "" {
+			apply()
+		}
+	}
+	override("client-addr", func() { cfg.ClientAddr = *clientAddr })
+	override("data-dir", func() { cfg.DataDir = *dataDir })
+	override("data-log-dir", func() { cfg.LogDir = *logDir })
+	override("tick-time", func() { cfg.TickTime = *tick })
+	override("min-session-timeout", func() { cfg.MinSessionTimeout = *minTO })
+	override("max-session-timeout", func() { cfg.MaxSessionTimeout = *maxTO })
+	override("max-client-cnxns", func() { cfg.MaxClientCnxns = *maxCnxns })
+	if cfg.DataDir == "" {
+		cfg.DataDir = *dataDir
+	}
+	cfg.RaftAddr = *raftAddr
+	cfg.MaxBuffer = *maxBuffer
+	cfg.ExtendedTypes = *extended
+	if *fourLW != "" {
+		cfg.FourLetterWords = strings.Split(*fourLW, ",")
+	}
+	switch *readMode {
+	case "linearizable":
+		cfg.ReadMode = server.ReadLinearizable
+	case "sequential":
+		cfg.ReadMode = server.ReadSequential
+	default:
+		return errors.New("--read-mode must be linearizable or sequential")
+	}
+
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	logger.Info("stopping", "signal", got.String())
+	return srv.Close()
+}

@@ -1,0 +1,245 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/raftio"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/session"
+)
+
+// cell is one namespace: a Raft shard, its watch registry and its sessions
+// as this member sees them.
+type cell struct {
+	srv       *Server
+	shardID   uint64
+	replicaID uint64
+
+	zxid    atomic.Int64 // last zxid applied on this member
+	leader  atomic.Bool
+	ids     *session.IDGenerator
+	alive   session.KeepAlives
+	tracker *session.Tracker
+	watches *registry
+
+	// mu guards the session-to-connection table.
+	mu struct {
+		sync.Mutex
+		owners map[int64]*conn
+	}
+}
+
+var _ raftsm.EventSink = (*cell)(nil)
+
+func newCell(s *Server, shardID, replicaID uint64) *cell {
+	c := &cell{
+		srv:       s,
+		shardID:   shardID,
+		replicaID: replicaID,
+		ids:       session.NewIDGenerator(uint8(replicaID), time.Now().UnixMilli()),
+		tracker:   session.NewTracker(session.SystemClock{}, s.cfg.TickTime),
+		watches:   newRegistry(),
+	}
+	c.mu.owners = map[int64]*conn{}
+	return c
+}
+
+// Applied takes the events of one Update (see raftsm.EventSink): watch
+// notifications are queued on their connections before the proposers learn
+// their results, so a client sees an event before any reply showing the
+// change.
+func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
+	c.zxid.Store(zxid)
+	for i := range events {
+		ev := &events[i]
+		switch ev.Kind {
+		case raftsm.EventWatch:
+			c.watches.trigger(ev.Zxid, ev.Type, ev.Path)
+		case raftsm.EventSessionCreated:
+			c.tracker.Add(ev.Session, time.Duration(ev.Timeout)*time.Millisecond)
+		case raftsm.EventSessionClosed:
+			c.tracker.Remove(ev.Session)
+			c.mu.Lock()
+			owner := c.mu.owners[ev.Session]
+			delete(c.mu.owners, ev.Session)
+			c.mu.Unlock()
+			if owner != nil {
+				owner.sessionClosed()
+			}
+		case raftsm.EventKeepAlive:
+			c.tracker.Touch(ev.Sessions...)
+		}
+	}
+}
+
+func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
+	was := c.leader.Load()
+	now := info.LeaderID == c.replicaID
+	c.leader.Store(now)
+	if now && !was {
+		// A new leader gives every session a full timeout before expiring any.
+		c.tracker.ExtendAll()
+		c.srv.log.Info("became leader", "shard", c.shardID, "term", info.Term)
+	} else if was && !now {
+		c.srv.log.Info("lost leadership", "shard", c.shardID, "leader", info.LeaderID, "term", info.Term)
+	}
+}
+
+// loadSessions feeds the tracker with the sessions already stored, each
+// with a full timeout from now, as ZooKeeper does after a restart.
+func (c *cell) loadSessions() error {
+	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		c.zxid.Store(v.Zxid())
+		return v.Sessions()
+	}))
+	if err != nil {
+		return fmt.Errorf("server: load sessions: %w", err)
+	}
+	for _, s := range v.([]raftsm.SessionInfo) {
+		c.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond)
+	}
+	return nil
+}
+
+// sessionLoop proposes keep-alive batches and, on the leader, expiries.
+func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	interval := c.srv.cfg.TickTime / 2
+	if interval < 10*time.Millisecond {
+		interval = 10 * time.Millisecond
+	}
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if ids := c.alive.Drain(); len(ids) > 0 {
+			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindKeepAlive, Sessions: ids, Time: time.Now().UnixMilli()})
+		}
+		if !c.leader.Load() {
+			continue
+		}
+		var expire []int64
+		for _, id := range c.tracker.Expired() {
+			if c.tracker.MarkClosing(id) {
+				expire = append(expire, id)
+			}
+		}
+		if len(expire) > 0 {
+			c.srv.log.Info("expiring sessions", "shard", c.shardID, "sessions", hexIDs(expire))
+			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindExpireSessions, Sessions: expire, Time: time.Now().UnixMilli()})
+		}
+	}
+}
+
+func hexIDs(ids []int64) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = fmt.Sprintf("0x%x", id)
+	}
+	return out
+}
+
+// proposeAsync proposes a command whose result nobody waits for.
+func (c *cell) proposeAsync(cmd *raftsm.Command) {
+	rs, err := c.propose(cmd)
+	if err != nil {
+		c.srv.log.Warn("propose", "kind", cmd.Kind.String(), "err", err)
+		return
+	}
+	go func() {
+		r := <-rs.ResultC()
+		if !r.Completed() {
+			c.srv.log.Warn("proposal not completed", "kind", cmd.Kind.String())
+		}
+		rs.Release()
+	}()
+}
+
+func (c *cell) propose(cmd *raftsm.Command) (*dragonboat.RequestState, error) {
+	return c.srv.nh.Propose(c.srv.nh.GetNoOPSession(c.shardID), raftsm.EncodeCommand(cmd), c.srv.cfg.ProposalTimeout)
+}
+
+// proposeWait proposes and waits for the reply.
+func (c *cell) proposeWait(cmd *raftsm.Command) (*raftsm.Reply, error) {
+	rs, err := c.propose(cmd)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Release()
+	return replyOf(<-rs.ResultC())
+}
+
+var errNotCompleted = errors.New("server: proposal not completed")
+
+func replyOf(r dragonboat.RequestResult) (*raftsm.Reply, error) {
+	if !r.Completed() {
+		switch {
+		case r.Timeout():
+			return nil, fmt.Errorf("%w: timeout", errNotCompleted)
+		case r.Dropped():
+			return nil, fmt.Errorf("%w: dropped", errNotCompleted)
+		case r.Terminated():
+			return nil, fmt.Errorf("%w: terminated", errNotCompleted)
+		case r.Rejected():
+			return nil, fmt.Errorf("%w: rejected", errNotCompleted)
+		}
+		return nil, errNotCompleted
+	}
+	rep := new(raftsm.Reply)
+	if err := jute.Unmarshal(r.GetResult().Data, rep); err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// read runs fn against the replica: after a ReadIndex in linearizable
+// mode, locally in sequential mode (and always locally when linearizable
+// is false, e.g. after sync has already caught up).
+func (c *cell) read(fn raftsm.ReadFunc, linearizable bool) (any, error) {
+	nh := c.srv.nh
+	if !linearizable {
+		return nh.StaleRead(c.shardID, fn)
+	}
+	rs, err := nh.ReadIndex(c.shardID, c.srv.cfg.ProposalTimeout)
+	if err != nil {
+		return nil, err
+	}
+	defer rs.Release()
+	r := <-rs.ResultC()
+	if !r.Completed() {
+		return nil, fmt.Errorf("%w: read index", errNotCompleted)
+	}
+	return nh.ReadLocalNode(rs, fn)
+}
+
+// attach makes cn the connection of session id on this member, closing the
+// one it replaces.
+func (c *cell) attach(id int64, cn *conn) {
+	c.mu.Lock()
+	old := c.mu.owners[id]
+	c.mu.owners[id] = cn
+	c.mu.Unlock()
+	if old != nil && old != cn {
+		old.close()
+	}
+}
+
+func (c *cell) detach(id int64, cn *conn) {
+	c.mu.Lock()
+	if c.mu.owners[id] == cn {
+		delete(c.mu.owners, id)
+	}
+	c.mu.Unlock()
+}

@@ -1,0 +1,126 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// ReadMode selects how reads are served.
+type ReadMode int
+
+const (
+	// ReadLinearizable serves each read after a Raft ReadIndex: stronger
+	// than ZooKeeper, and the default.
+	ReadLinearizable ReadMode = iota
+	// ReadSequential serves reads from the local replica as ZooKeeper does;
+	// sync catches the member up.
+	ReadSequential
+)
+
+// Config configures a member. The zero value of each field is documented;
+// call Validate (New does) to apply defaults.
+type Config struct {
+	// ClientAddr is the client listener address. Default 127.0.0.1:2181.
+	ClientAddr string
+	// DataDir holds the state machine and, unless LogDir is set, the Raft
+	// log. Required.
+	DataDir string
+	// LogDir, if set, holds the Raft log (ZooKeeper's dataLogDir).
+	LogDir string
+	// RaftAddr is this member's Raft address. Default 127.0.0.1:2888.
+	RaftAddr string
+	// ShardID is the Raft shard that holds the namespace. Default 1.
+	ShardID uint64
+	// ReplicaID is this member's replica id in the shard (ZooKeeper's
+	// myid). Default 1. It is also the top byte of session ids.
+	ReplicaID uint64
+	// TickTime is ZooKeeper's tickTime. Default 2s.
+	TickTime time.Duration
+	// MinSessionTimeout and MaxSessionTimeout bound negotiated session
+	// timeouts. Defaults 2 and 20 ticks.
+	MinSessionTimeout time.Duration
+	MaxSessionTimeout time.Duration
+	// MaxClientCnxns limits connections per client IP; 0 means no limit.
+	MaxClientCnxns int
+	// MaxBuffer is the largest frame accepted (jute.maxbuffer). Default 0xfffff.
+	MaxBuffer int
+	// ReadMode selects linearizable (default) or sequential reads.
+	ReadMode ReadMode
+	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
+	ExtendedTypes bool
+	// FourLetterWords lists the enabled four-letter words; "*" enables all.
+	// Default: srvr only, as ZooKeeper.
+	FourLetterWords []string
+	// RTT is Dragonboat's RTTMillisecond as a duration. Default 10ms.
+	RTT time.Duration
+	// ElectionRTT and HeartbeatRTT are in RTT units. Defaults 50 and 5.
+	ElectionRTT  uint64
+	HeartbeatRTT uint64
+	// ProposalTimeout bounds how long a write may wait for Raft. Default 10s.
+	ProposalTimeout time.Duration
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate fills defaults and checks the config.
+func (c *Config) Validate() error {
+	if c.DataDir == "" {
+		return errors.New("server: DataDir is required")
+	}
+	if c.ClientAddr == "" {
+		c.ClientAddr = "127.0.0.1:2181"
+	}
+	if c.RaftAddr == "" {
+		c.RaftAddr = "127.0.0.1:2888"
+	}
+	if c.ShardID == 0 {
+		c.ShardID = 1
+	}
+	if c.ReplicaID == 0 {
+		c.ReplicaID = 1
+	}
+	if c.ReplicaID > 254 {
+		return fmt.Errorf("server: replica id %d above 254", c.ReplicaID)
+	}
+	if c.TickTime <= 0 {
+		c.TickTime = 2 * time.Second
+	}
+	if c.MinSessionTimeout <= 0 {
+		c.MinSessionTimeout = 2 * c.TickTime
+	}
+	if c.MaxSessionTimeout <= 0 {
+		c.MaxSessionTimeout = 20 * c.TickTime
+	}
+	if c.MinSessionTimeout > c.MaxSessionTimeout {
+		return fmt.Errorf("server: minSessionTimeout %v above maxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.MaxBuffer <= 0 {
+		c.MaxBuffer = jute.DefaultMaxBuffer
+	}
+	if c.FourLetterWords == nil {
+		c.FourLetterWords = []string{"srvr"}
+	}
+	if c.RTT <= 0 {
+		c.RTT = 10 * time.Millisecond
+	}
+	if c.ElectionRTT == 0 {
+		c.ElectionRTT = 50
+	}
+	if c.HeartbeatRTT == 0 {
+		c.HeartbeatRTT = 5
+	}
+	if c.ElectionRTT <= 2*c.HeartbeatRTT {
+		return fmt.Errorf("server: electionRTT %d must exceed twice heartbeatRTT %d", c.ElectionRTT, c.HeartbeatRTT)
+	}
+	if c.ProposalTimeout <= 0 {
+		c.ProposalTimeout = 10 * time.Second
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	return nil
+}

@@ -1,0 +1,514 @@
+package server
+
+import (
+	"encoding/binary"
+	"errors"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/znode"
+)
+
+const (
+	// maxOutstanding bounds the requests a connection may have in flight;
+	// the reader stops reading when it is reached.
+	maxOutstanding = 1024
+	// maxOutbox bounds the bytes queued for a slow reader before the
+	// connection is closed.
+	maxOutbox = 64 << 20
+	// handshakeTimeout bounds the wait for a ConnectRequest.
+	handshakeTimeout = 30 * time.Second
+)
+
+// conn is one client connection. It has three goroutines, all owned by
+// serve: the reader (serve itself) decodes requests and proposes writes in
+// arrival order; the processor completes them in that order, running reads
+// only after every earlier request has completed; the flusher writes the
+// outbox to the socket.
+//
+// INVARIANT: on one connection, the notification of a change is queued in
+// the outbox before any reply that reflects the change (triggers are queued
+// under the state machine's lock before results and reads can proceed).
+type conn struct {
+	srv  *Server
+	cell *cell
+	nc   net.Conn
+	ip   string
+	log  *slog.Logger
+
+	// Set by the handshake, read-only afterwards.
+	sessionID int64
+	timeout   time.Duration
+
+	// auth is owned by the reader goroutine.
+	auth []jute.ID
+
+	closingSession atomic.Bool // a closeSession is in flight
+	queue          chan *pending
+	done           chan struct{}
+	closeOnce      sync.Once
+	outReady       chan struct{}
+
+	// out is the outbox. Lock order: registry.mu, then out.
+	out struct {
+		sync.Mutex
+		frames     [][]byte
+		bytes      int
+		closed     bool // no more frames accepted
+		closeAfter bool // close the socket once the frames are written
+	}
+}
+
+// pending is one request waiting for its reply.
+type pending struct {
+	xid        int32
+	op         jute.OpCode
+	rs         *dragonboat.RequestState // a proposed write
+	exec       func() (*result, error)  // a read, run in order
+	frame      []byte                   // a ready reply
+	closeAfter bool
+}
+
+// result is the outcome of a read.
+type result struct {
+	zxid int64
+	err  jute.ErrCode
+	resp jute.Record
+}
+
+func newConn(s *Server, c *cell, nc net.Conn, ip string) *conn {
+	return &conn{
+		srv:      s,
+		cell:     c,
+		nc:       nc,
+		ip:       ip,
+		log:      s.log.With("remote", nc.RemoteAddr().String()),
+		auth:     []jute.ID{{Scheme: "ip", ID: ip}},
+		queue:    make(chan *pending, maxOutstanding),
+		done:     make(chan struct{}),
+		outReady: make(chan struct{}, 1),
+	}
+}
+
+// rawRecord is an already-encoded record.
+type rawRecord []byte
+
+func (r rawRecord) Encode(w *jute.Writer) { w.Raw(r) }
+func (r rawRecord) Decode(*jute.Reader)   {}
+
+func replyFrame(xid int32, zxid int64, code jute.ErrCode, body jute.Record) []byte {
+	hdr := &jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
+	if code != jute.ErrOK || body == nil {
+		return jute.AppendFrame(nil, hdr)
+	}
+	return jute.AppendFrame(nil, hdr, body)
+}
+
+// serve runs the connection until it ends.
+func (c *conn) serve() {
+	var flush, proc sync.WaitGroup
+	flush.Add(1)
+	go func() {
+		defer flush.Done()
+		c.flusher()
+	}()
+	defer func() {
+		proc.Wait()
+		c.out.Lock()
+		graceful := c.out.closeAfter
+		c.out.Unlock()
+		if !graceful {
+			c.close()
+		}
+		flush.Wait() // a graceful close ends once the outbox is written
+		c.close()
+		c.cell.watches.removeConn(c)
+		if c.sessionID != 0 {
+			c.cell.detach(c.sessionID, c)
+		}
+		c.srv.unregister(c)
+	}()
+	ok, err := c.handshake()
+	if !ok {
+		if err != nil && !errors.Is(err, io.EOF) {
+			c.log.Debug("handshake", "err", err)
+		}
+		return
+	}
+	proc.Add(1)
+	go func() {
+		defer proc.Done()
+		c.processor()
+	}()
+	err = c.readLoop()
+	close(c.queue)
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		c.log.Debug("connection ended", "session", hexID(c.sessionID), "err", err)
+	}
+}
+
+func hexID(id int64) string { return "0x" + formatHex(uint64(id)) }
+
+func formatHex(v uint64) string {
+	const digits = "0123456789abcdef"
+	if v == 0 {
+		return "0"
+	}
+	var b [16]byte
+	i := len(b)
+	for v > 0 {
+		i--
+		b[i] = digits[v&0xf]
+		v >>= 4
+	}
+	return string(b[i:])
+}
+
+var errFrameLength = errors.New("server: frame length out of range")
+
+// readFrame reads one length-prefixed frame, the first four bytes already
+// read into lenBuf when prefix is set.
+func (c *conn) readFrame(prefix []byte) ([]byte, error) {
+	var lenBuf [4]byte
+	if prefix != nil {
+		copy(lenBuf[:], prefix)
+	} else if _, err := io.ReadFull(c.nc, lenBuf[:]); err != nil {
+		return nil, err
+	}
+	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
+	if n < 0 || int(n) > c.srv.cfg.MaxBuffer {
+		return nil, errFrameLength
+	}
+	buf := make([]byte, n)
+	if _, err := io.ReadFull(c.nc, buf); err != nil {
+		return nil, err
+	}
+	c.srv.stats.received.Add(1)
+	return buf, nil
+}
+
+// handshake reads the ConnectRequest (or a four-letter word) and answers it.
+func (c *conn) handshake() (bool, error) {
+	c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
+	var first [4]byte
+	if _, err := io.ReadFull(c.nc, first[:]); err != nil {
+		return false, err
+	}
+	if word := string(first[:]); isFourLetterWord(word) {
+		c.fourLetterWord(word)
+		return false, nil
+	}
+	body, err := c.readFrame(first[:])
+	if err != nil {
+		return false, err
+	}
+	req := new(jute.ConnectRequest)
+	if err := jute.Unmarshal(body, req); err != nil {
+		return false, err
+	}
+	if req.LastZxidSeen > c.srv.lastZxid() {
+		// Catch up before refusing: this member may lag the leader.
+		if _, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) { return nil, nil }), true); err != nil {
+			return false, err
+		}
+		if req.LastZxidSeen > c.srv.lastZxid() {
+			c.log.Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.srv.lastZxid())
+			return false, nil
+		}
+	}
+	cfg := &c.srv.cfg
+	timeout := session.NegotiateTimeout(req.TimeOut, int32(cfg.MinSessionTimeout/time.Millisecond), int32(cfg.MaxSessionTimeout/time.Millisecond))
+	resp := &jute.ConnectResponse{TimeOut: timeout, HasReadOnly: req.HasReadOnly}
+	if req.SessionID == 0 {
+		id, err := c.createSession(timeout)
+		if err != nil {
+			return false, err
+		}
+		resp.SessionID, resp.Passwd = id, session.Password(id)
+		c.log.Info("session created", "session", hexID(id), "timeout", timeout)
+	} else {
+		ok, err := c.sessionValid(req.SessionID, req.Passwd)
+		if err != nil {
+			return false, err
+		}
+		if !ok {
+			c.log.Info("session expired or bad password on reconnect", "session", hexID(req.SessionID))
+			c.enqueue(jute.AppendFrame(nil, &jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly}))
+			c.closeAfterFlush()
+			return false, nil
+		}
+		resp.SessionID, resp.Passwd = req.SessionID, session.Password(req.SessionID)
+		c.log.Info("session reattached", "session", hexID(req.SessionID), "timeout", timeout)
+	}
+	c.sessionID = resp.SessionID
+	c.timeout = time.Duration(timeout) * time.Millisecond
+	c.cell.attach(c.sessionID, c)
+	c.cell.alive.Record(c.sessionID)
+	c.enqueue(jute.AppendFrame(nil, resp))
+	return true, nil
+}
+
+func (c *conn) createSession(timeout int32) (int64, error) {
+	for range 3 {
+		id := c.cell.ids.Next()
+		rep, err := c.cell.proposeWait(&raftsm.Command{
+			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Time: time.Now().UnixMilli(),
+		})
+		if err != nil {
+			return 0, err
+		}
+		if rep.Err == jute.ErrOK {
+			return id, nil
+		}
+	}
+	return 0, errors.New("server: could not allocate a session id")
+}
+
+func (c *conn) sessionValid(id int64, passwd []byte) (bool, error) {
+	if !session.CheckPassword(id, passwd) {
+		return false, nil
+	}
+	v, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		_, ok, err := v.Session(id)
+		return ok, err
+	}), true)
+	if err != nil {
+		return false, err
+	}
+	return v.(bool), nil
+}
+
+// readLoop reads requests until the connection ends.
+func (c *conn) readLoop() error {
+	for {
+		c.nc.SetReadDeadline(time.Now().Add(2*c.timeout + c.srv.cfg.TickTime))
+		body, err := c.readFrame(nil)
+		if err != nil {
+			return err
+		}
+		r := jute.NewReader(body)
+		hdr := new(jute.RequestHeader)
+		hdr.Decode(r)
+		if r.Err() != nil {
+			return r.Err()
+		}
+		c.cell.alive.Record(c.sessionID)
+		p, err := c.dispatch(hdr, r.Rest())
+		if err != nil {
+			return err
+		}
+		select {
+		case c.queue <- p:
+		case <-c.done:
+			return net.ErrClosed
+		}
+		if p.closeAfter {
+			return nil
+		}
+	}
+}
+
+// errMalformed closes a connection whose request cannot be decoded.
+var errMalformed = errors.New("server: malformed request")
+
+// dispatch turns one request into a pending reply, proposing writes now.
+func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) {
+	p := &pending{xid: hdr.Xid, op: hdr.Type}
+	switch {
+	case hdr.Type == jute.OpPing:
+		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
+	case hdr.Type == jute.OpAuth:
+		c.auth, p.frame, p.closeAfter = authenticate(c.auth, body)
+	case hdr.Type == jute.OpCloseSession:
+		c.closingSession.Store(true)
+		return c.propose(p, &raftsm.Command{Kind: raftsm.KindCloseSession, Session: c.sessionID, Time: time.Now().UnixMilli()}, true)
+	case hdr.Type == jute.OpMulti || znode.IsWrite(hdr.Type):
+		cmd := &raftsm.Command{Kind: raftsm.KindRequest, Session: c.sessionID, Time: time.Now().UnixMilli(),
+			Op: hdr.Type, Auth: c.auth, Body: body}
+		if !validWrite(hdr.Type, body) {
+			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
+			cmd.Op, cmd.Body = jute.OpError, nil
+		}
+		return c.propose(p, cmd, false)
+	default:
+		exec, err := c.readOp(hdr, body)
+		if err != nil {
+			return nil, err
+		}
+		p.exec = exec
+	}
+	return p, nil
+}
+
+// validWrite reports whether a write's body decodes, with only write ops
+// inside a multi.
+func validWrite(op jute.OpCode, body []byte) bool {
+	if op == jute.OpMulti {
+		m := new(jute.MultiRequest)
+		if jute.Unmarshal(body, m) != nil {
+			return false
+		}
+		for _, o := range m.Ops {
+			if !znode.IsWrite(o.Type) || o.Type == jute.OpMulti {
+				return false
+			}
+		}
+		return true
+	}
+	req, ok := jute.NewRequest(op)
+	return ok && jute.Unmarshal(body, req) == nil
+}
+
+func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pending, error) {
+	rs, err := c.cell.propose(cmd)
+	if err != nil {
+		// The client sees a lost connection and retries elsewhere.
+		c.log.Warn("propose failed", "op", cmd.Op.String(), "err", err)
+		return nil, err
+	}
+	p.rs = rs
+	p.closeAfter = closeAfter
+	return p, nil
+}
+
+// processor completes pending requests in arrival order.
+func (c *conn) processor() {
+	for p := range c.queue {
+		frame, err := c.complete(p)
+		if err != nil {
+			c.log.Warn("request failed", "op", p.op.String(), "err", err)
+			c.close()
+			continue // drain, releasing request states
+		}
+		c.enqueue(frame)
+		if p.closeAfter {
+			c.closeAfterFlush()
+		}
+	}
+}
+
+func (c *conn) complete(p *pending) ([]byte, error) {
+	switch {
+	case p.rs != nil:
+		r := <-p.rs.ResultC()
+		p.rs.Release()
+		rep, err := replyOf(r)
+		if err != nil {
+			return nil, err
+		}
+		var body jute.Record
+		if len(rep.Body) > 0 {
+			body = rawRecord(rep.Body)
+		}
+		return replyFrame(p.xid, rep.Zxid, rep.Err, body), nil
+	case p.exec != nil:
+		select {
+		case <-c.done:
+			return nil, net.ErrClosed
+		default:
+		}
+		res, err := p.exec()
+		if err != nil {
+			return nil, err
+		}
+		return replyFrame(p.xid, res.zxid, res.err, res.resp), nil
+	}
+	return p.frame, nil
+}
+
+// notify queues a watch notification. It is called with the registry lock
+// held and must not block.
+func (c *conn) notify(zxid int64, typ jute.EventType, path string) {
+	c.enqueue(jute.AppendFrame(nil,
+		&jute.ReplyHeader{Xid: jute.XidNotification, Zxid: zxid},
+		&jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: path}))
+}
+
+// sessionClosed is called (under the state machine's lock) when the
+// connection's session is closed or expired.
+func (c *conn) sessionClosed() {
+	if c.closingSession.Load() {
+		return // the processor closes after the closeSession reply
+	}
+	c.closeAfterFlush()
+}
+
+func (c *conn) enqueue(frame []byte) {
+	c.out.Lock()
+	if c.out.closed {
+		c.out.Unlock()
+		return
+	}
+	c.out.frames = append(c.out.frames, frame)
+	c.out.bytes += len(frame)
+	if c.out.bytes > maxOutbox {
+		c.out.closed = true
+		c.out.frames = nil
+		c.out.Unlock()
+		c.log.Warn("client too slow: outbox full", "session", hexID(c.sessionID))
+		c.close()
+		return
+	}
+	c.out.Unlock()
+	select {
+	case c.outReady <- struct{}{}:
+	default:
+	}
+}
+
+// closeAfterFlush accepts no more frames and closes the socket once the
+// queued ones are written.
+func (c *conn) closeAfterFlush() {
+	c.out.Lock()
+	c.out.closed = true
+	c.out.closeAfter = true
+	c.out.Unlock()
+	select {
+	case c.outReady <- struct{}{}:
+	default:
+	}
+}
+
+func (c *conn) flusher() {
+	for {
+		select {
+		case <-c.outReady:
+		case <-c.done:
+			return
+		}
+		c.out.Lock()
+		frames := c.out.frames
+		c.out.frames, c.out.bytes = nil, 0
+		closeAfter := c.out.closeAfter
+		c.out.Unlock()
+		if len(frames) > 0 {
+			c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.MaxSessionTimeout))
+			bufs := net.Buffers(frames)
+			if _, err := bufs.WriteTo(c.nc); err != nil {
+				c.close()
+				return
+			}
+			c.srv.stats.sent.Add(int64(len(frames)))
+		}
+		if closeAfter {
+			c.close()
+			return
+		}
+	}
+}
+
+func (c *conn) close() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.nc.Close()
+	})
+}

@@ -1,0 +1,251 @@
+package server
+
+import (
+	"strings"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// authenticate handles an auth packet (xid -4): it returns the connection's
+// new ids, the reply, and whether to close the connection afterwards (on
+// AUTHFAILED, as ZooKeeper does).
+func authenticate(ids []jute.ID, body []byte) ([]jute.ID, []byte, bool) {
+	pkt := new(jute.AuthPacket)
+	fail := func() ([]jute.ID, []byte, bool) {
+		return ids, replyFrame(jute.XidAuth, 0, jute.ErrAuthFailed, nil), true
+	}
+	if jute.Unmarshal(body, pkt) != nil {
+		return fail()
+	}
+	switch pkt.Scheme {
+	case "digest":
+		if !strings.Contains(string(pkt.Auth), ":") {
+			return fail()
+		}
+		id := jute.ID{Scheme: "digest", ID: znode.DigestID(string(pkt.Auth))}
+		for _, have := range ids {
+			if have == id {
+				return ids, replyFrame(jute.XidAuth, 0, jute.ErrOK, nil), false
+			}
+		}
+		ids = append(append([]jute.ID(nil), ids...), id)
+		return ids, replyFrame(jute.XidAuth, 0, jute.ErrOK, nil), false
+	}
+	return fail()
+}
+
+// readOp builds the execution of a read request. A body that does not
+// decode closes the connection, as ZooKeeper does for a bad record.
+func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, error), error) {
+	auth := c.auth
+	linearizable := c.srv.cfg.ReadMode == ReadLinearizable
+	decode := func(rec jute.Record) error {
+		if err := jute.Unmarshal(body, rec); err != nil {
+			return errMalformed
+		}
+		return nil
+	}
+	run := func(lin bool, fn func(v raftsm.View, r znode.Reader) *result) func() (*result, error) {
+		return func() (*result, error) {
+			out, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+				res := fn(v, znode.Reader{KV: v.Tree(), Auth: auth})
+				res.zxid = v.Zxid()
+				return res, nil
+			}), lin)
+			if err != nil {
+				return nil, err
+			}
+			return out.(*result), nil
+		}
+	}
+	fail := func(err error) *result { return &result{err: jute.CodeOf(err)} }
+
+	switch hdr.Type {
+	case jute.OpExists:
+		req := new(jute.ExistsRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			n, err := r.Exists(req.Path)
+			if req.Watch && (err == nil || jute.CodeOf(err) == jute.ErrNoNode) {
+				// exists leaves a watch even on a missing node.
+				c.cell.watches.add(watchData, req.Path, c)
+			}
+			if err != nil {
+				return fail(err)
+			}
+			return &result{resp: &jute.ExistsResponse{Stat: n.Stat()}}
+		}), nil
+	case jute.OpGetData:
+		req := new(jute.GetDataRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			n, err := r.GetData(req.Path)
+			if err != nil {
+				return fail(err)
+			}
+			if req.Watch {
+				c.cell.watches.add(watchData, req.Path, c)
+			}
+			return &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+		}), nil
+	case jute.OpGetChildren, jute.OpGetChildren2:
+		req := new(jute.GetChildrenRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		two := hdr.Type == jute.OpGetChildren2
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			n, names, err := r.GetChildren(req.Path)
+			if err != nil {
+				return fail(err)
+			}
+			if req.Watch {
+				c.cell.watches.add(watchChild, req.Path, c)
+			}
+			if two {
+				return &result{resp: &jute.GetChildren2Response{Children: names, Stat: n.Stat()}}
+			}
+			return &result{resp: &jute.GetChildrenResponse{Children: names}}
+		}), nil
+	case jute.OpGetACL:
+		req := new(jute.GetACLRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			n, acl, err := r.GetACL(req.Path)
+			if err != nil {
+				return fail(err)
+			}
+			return &result{resp: &jute.GetACLResponse{ACL: acl, Stat: n.Stat()}}
+		}), nil
+	case jute.OpSync:
+		req := new(jute.SyncRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		// sync always catches this member up with the leader.
+		return run(true, func(v raftsm.View, r znode.Reader) *result {
+			return &result{resp: &jute.SyncResponse{Path: req.Path}}
+		}), nil
+	case jute.OpGetAllChildrenNumber:
+		req := new(jute.GetAllChildrenNumberRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			n, err := r.CountDescendants(req.Path)
+			if err != nil {
+				return fail(err)
+			}
+			return &result{resp: &jute.GetAllChildrenNumberResponse{TotalNumber: n}}
+		}), nil
+	case jute.OpGetEphemerals:
+		req := new(jute.GetEphemeralsRequest)
+		if err := decode(req); err != nil {
+			return nil, err
+		}
+		id := c.sessionID
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			paths, err := v.Tree().Ephemerals(id)
+			if err != nil {
+				return fail(err)
+			}
+			out := []string{}
+			for _, p := range paths {
+				if req.PrefixPath == "" || req.PrefixPath == "/" || strings.HasPrefix(p, req.PrefixPath) {
+					out = append(out, p)
+				}
+			}
+			return &result{resp: &jute.GetEphemeralsResponse{Ephemerals: out}}
+		}), nil
+	case jute.OpWhoAmI:
+		return func() (*result, error) {
+			infos := make([]jute.ClientInfo, 0, len(auth))
+			for _, id := range auth {
+				user := id.ID
+				if id.Scheme == "digest" {
+					user, _, _ = strings.Cut(user, ":")
+				}
+				infos = append(infos, jute.ClientInfo{AuthScheme: id.Scheme, User: user})
+			}
+			return &result{zxid: c.srv.lastZxid(), resp: &jute.WhoAmIResponse{ClientInfo: infos}}, nil
+		}, nil
+	case jute.OpSetWatches, jute.OpSetWatches2:
+		var sw jute.SetWatches2
+		if hdr.Type == jute.OpSetWatches {
+			req := new(jute.SetWatches)
+			if err := decode(req); err != nil {
+				return nil, err
+			}
+			sw = jute.SetWatches2{RelativeZxid: req.RelativeZxid, DataWatches: req.DataWatches,
+				ExistWatches: req.ExistWatches, ChildWatches: req.ChildWatches}
+		} else if err := decode(&sw); err != nil {
+			return nil, err
+		}
+		exec := run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			c.setWatches(&sw, v.Tree())
+			return &result{}
+		})
+		return func() (*result, error) {
+			res, err := exec()
+			if err != nil {
+				return nil, err
+			}
+			res.zxid = -1
+			return res, nil
+		}, nil
+	}
+	// Unknown or not yet supported op.
+	return func() (*result, error) {
+		return &result{zxid: c.srv.lastZxid(), err: jute.ErrUnimplemented}, nil
+	}, nil
+}
+
+// setWatches re-registers a reconnecting client's watches with ZooKeeper's
+// catch-up rules (DataTree.setWatches); events for changes the client
+// missed are queued before the reply. It runs under the state machine's
+// read lock.
+func (c *conn) setWatches(sw *jute.SetWatches2, kv znode.KV) {
+	rel := sw.RelativeZxid
+	get := func(p string) *znode.Node {
+		n, err := kv.Get(p)
+		if err != nil {
+			return nil
+		}
+		return n
+	}
+	for _, p := range sw.DataWatches {
+		switch n := get(p); {
+		case n == nil:
+			c.notify(-1, jute.EventNodeDeleted, p)
+		case n.Mzxid > rel:
+			c.notify(-1, jute.EventNodeDataChanged, p)
+		default:
+			c.cell.watches.add(watchData, p, c)
+		}
+	}
+	for _, p := range sw.ExistWatches {
+		if get(p) != nil {
+			c.notify(-1, jute.EventNodeCreated, p)
+		} else {
+			c.cell.watches.add(watchData, p, c)
+		}
+	}
+	for _, p := range sw.ChildWatches {
+		switch n := get(p); {
+		case n == nil:
+			c.notify(-1, jute.EventNodeDeleted, p)
+		case n.Pzxid > rel:
+			c.notify(-1, jute.EventNodeChildrenChanged, p)
+		default:
+			c.cell.watches.add(watchChild, p, c)
+		}
+	}
+}

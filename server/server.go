@@ -1,0 +1,272 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lni/dragonboat/v4"
+	dbconfig "github.com/lni/dragonboat/v4/config"
+	dblogger "github.com/lni/dragonboat/v4/logger"
+	"github.com/lni/dragonboat/v4/raftio"
+
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// Server is one zkraft member: a Dragonboat NodeHost, the cells (shards) it
+// hosts, and the client listener.
+type Server struct {
+	cfg Config
+	log *slog.Logger
+	nh  *dragonboat.NodeHost
+	ln  net.Listener
+
+	cell *cell // the one namespace served on the client listener
+
+	started time.Time
+	stats   stats
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards the connection table. Lock order: cell locks, then mu.
+	mu struct {
+		sync.Mutex
+		conns  map[*conn]struct{}
+		perIP  map[string]int
+		closed bool
+	}
+}
+
+type stats struct {
+	received atomic.Int64
+	sent     atomic.Int64
+}
+
+// leaderListener routes Dragonboat leader changes to the cells.
+type leaderListener struct{ s atomic.Pointer[Server] }
+
+func (l *leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
+	if s := l.s.Load(); s != nil && s.cell != nil && info.ShardID == s.cell.shardID {
+		s.cell.leaderUpdated(info)
+	}
+}
+
+var dragonboatLogsQuiet sync.Once
+
+// New starts a member: it opens (or creates) the data directories, starts
+// the Raft replica, waits until the shard has a leader, and listens for
+// clients. Close stops it.
+func New(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	dragonboatLogsQuiet.Do(func() {
+		for _, name := range []string{"raft", "rsm", "transport", "grpc", "dragonboat", "logdb", "raftpb", "config", "settings", "tan", "registry"} {
+			dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
+		}
+	})
+	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now()}
+	s.mu.conns = map[*conn]struct{}{}
+	s.mu.perIP = map[string]int{}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+
+	logDir := cfg.LogDir
+	if logDir == "" {
+		logDir = cfg.DataDir
+	}
+	for _, d := range []string{cfg.DataDir, logDir} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, fmt.Errorf("server: %w", err)
+		}
+	}
+	ll := &leaderListener{}
+	nhc := dbconfig.NodeHostConfig{
+		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
+		WALDir:            filepath.Join(logDir, "raft-wal"),
+		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:       cfg.RaftAddr,
+		RaftEventListener: ll,
+		Expert:            dbconfig.GetDefaultExpertConfig(),
+	}
+	nhc.Expert.LogDB = dbconfig.GetSmallMemLogDBConfig()
+	nh, err := dragonboat.NewNodeHost(nhc)
+	if err != nil {
+		return nil, fmt.Errorf("server: start raft: %w", err)
+	}
+	s.nh = nh
+
+	c := newCell(s, cfg.ShardID, cfg.ReplicaID)
+	s.cell = c
+	ll.s.Store(s)
+	smCfg := raftsm.Config{
+		Dir:     filepath.Join(cfg.DataDir, "state"),
+		Options: znode.Options{ExtendedTypes: cfg.ExtendedTypes},
+		Sink:    c,
+	}
+	rc := dbconfig.Config{
+		ShardID:            cfg.ShardID,
+		ReplicaID:          cfg.ReplicaID,
+		CheckQuorum:        true,
+		PreVote:            true,
+		ElectionRTT:        cfg.ElectionRTT,
+		HeartbeatRTT:       cfg.HeartbeatRTT,
+		SnapshotEntries:    100000,
+		CompactionOverhead: 20000,
+		MaxInMemLogSize:    256 << 20,
+	}
+	members := map[uint64]dragonboat.Target{cfg.ReplicaID: cfg.RaftAddr}
+	if err := nh.StartOnDiskReplica(members, false, raftsm.NewFactory(smCfg), rc); err != nil {
+		nh.Close()
+		return nil, fmt.Errorf("server: start shard %d: %w", cfg.ShardID, err)
+	}
+	if err := s.waitReady(30 * time.Second); err != nil {
+		nh.Close()
+		return nil, err
+	}
+	if err := c.loadSessions(); err != nil {
+		nh.Close()
+		return nil, err
+	}
+
+	ln, err := net.Listen("tcp", cfg.ClientAddr)
+	if err != nil {
+		nh.Close()
+		return nil, fmt.Errorf("server: listen %s: %w", cfg.ClientAddr, err)
+	}
+	s.ln = ln
+	s.wg.Add(2)
+	go s.acceptLoop()
+	go c.sessionLoop(s.ctx, &s.wg)
+	s.log.Info("serving", "client", ln.Addr().String(), "raft", cfg.RaftAddr,
+		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
+		"startup", time.Since(s.started).Round(time.Millisecond).String())
+	return s, nil
+}
+
+// waitReady waits until the shard has a leader.
+func (s *Server) waitReady(limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		if _, _, ok, err := s.nh.GetLeaderID(s.cfg.ShardID); err == nil && ok {
+			return nil
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return fmt.Errorf("server: shard %d has no leader after %v", s.cfg.ShardID, limit)
+}
+
+// Addr is the client listener's address.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+func (s *Server) acceptLoop() {
+	defer s.wg.Done()
+	for {
+		nc, err := s.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c, ok := s.register(nc)
+		if !ok {
+			nc.Close()
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			c.serve()
+		}()
+	}
+}
+
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	return host
+}
+
+func (s *Server) register(nc net.Conn) (*conn, bool) {
+	ip := remoteIP(nc)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mu.closed {
+		return nil, false
+	}
+	if s.cfg.MaxClientCnxns > 0 && s.mu.perIP[ip] >= s.cfg.MaxClientCnxns {
+		s.log.Warn("too many connections from one address", "ip", ip, "limit", s.cfg.MaxClientCnxns)
+		return nil, false
+	}
+	c := newConn(s, s.cell, nc, ip)
+	s.mu.conns[c] = struct{}{}
+	s.mu.perIP[ip]++
+	return c, true
+}
+
+func (s *Server) unregister(c *conn) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.mu.conns[c]; !ok {
+		return
+	}
+	delete(s.mu.conns, c)
+	if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
+		delete(s.mu.perIP, c.ip)
+	}
+}
+
+func (s *Server) connCount() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.mu.conns)
+}
+
+// Close stops the listener, closes every connection, stops the replica
+// and waits for everything the server started.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	if s.mu.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.mu.closed = true
+	conns := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	s.cancel()
+	err := s.ln.Close()
+	for _, c := range conns {
+		c.close()
+	}
+	s.wg.Wait()
+	s.nh.Close()
+	s.log.Info("stopped")
+	return err
+}
+
+// lastZxid is the last zxid applied on this member.
+func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
+
+
+
+
+// superAuth reads everything, for the server's own bookkeeping.
+var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}

@@ -236,6 +236,17 @@ func (c *cell) attach(id int64, cn *conn) {
 	}
 }
 
+// detachAndClose closes the connection that holds session id on this member.
+func (c *cell) detachAndClose(id int64) {
+	c.mu.Lock()
+	old := c.mu.owners[id]
+	delete(c.mu.owners, id)
+	c.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+}
+
 func (c *cell) detach(id int64, cn *conn) {
 	c.mu.Lock()
 	if c.mu.owners[id] == cn {

@@ -236,6 +236,9 @@ func (c *conn) handshake() (bool, error) {
 		resp.SessionID, resp.Passwd = id, session.Password(id)
 		c.log.Info("session created", "session", hexID(id), "timeout", timeout)
 	} else {
+		// ZooKeeper closes the session's current connection before it
+		// checks the password (CLIENT_RECONNECT).
+		c.cell.detachAndClose(req.SessionID)
 		ok, err := c.sessionValid(req.SessionID, req.Passwd)
 		if err != nil {
 			return false, err
@@ -325,6 +328,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 	p := &pending{xid: hdr.Xid, op: hdr.Type}
 	switch {
 	case hdr.Type == jute.OpPing:
+		p.xid = jute.XidPing // whatever xid the ping carried
 		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
 	case hdr.Type == jute.OpAuth:
 		c.auth, p.frame, p.closeAfter = authenticate(c.auth, body)

@@ -10,10 +10,9 @@ type Reader struct {
 	Auth []jute.ID
 }
 
+// node looks path up. Reads do not validate paths: ZooKeeper answers
+// NONODE for a path that cannot exist.
 func (r Reader) node(path string, perm int32) (*Node, error) {
-	if err := ValidatePath(path); err != nil {
-		return nil, err
-	}
 	n, err := r.KV.Get(path)
 	if err != nil {
 		return nil, err
@@ -31,7 +30,13 @@ func (r Reader) node(path string, perm int32) (*Node, error) {
 
 // Exists returns the node's Stat. It needs READ on an existing node, as
 // ZooKeeper 3.9 (and 3.8.4+) does.
-func (r Reader) Exists(path string) (*Node, error) { return r.node(path, jute.PermRead) }
+// A NUL in the path is BADARGUMENTS for exists alone (FinalRequestProcessor).
+func (r Reader) Exists(path string) (*Node, error) {
+	if containsNUL(path) {
+		return nil, jute.ErrBadArguments
+	}
+	return r.node(path, jute.PermRead)
+}
 
 // GetData returns the node; it needs READ.
 func (r Reader) GetData(path string) (*Node, error) { return r.node(path, jute.PermRead) }

@@ -17,8 +17,8 @@ import (
 	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
 
-	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -264,9 +264,6 @@ func (s *Server) Close() error {
 
 // lastZxid is the last zxid applied on this member.
 func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
-
-
-
 
 // superAuth reads everything, for the server's own bookkeeping.
 var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}

@@ -24,11 +24,12 @@ func startEmbedded(dataDir string) (addr string, stop func(), err error) {
 		logOut = os.Stderr
 	}
 	srv, err := server.New(server.Config{
-		ClientAddr: "127.0.0.1:0",
-		RaftAddr:   fmt.Sprintf("127.0.0.1:%d", raftPort),
-		DataDir:    dataDir,
-		TickTime:   time.Duration(tickMs) * time.Millisecond,
-		Logger:     slog.New(slog.NewTextHandler(logOut, nil)),
+		ClientAddr:      "127.0.0.1:0",
+		RaftAddr:        fmt.Sprintf("127.0.0.1:%d", raftPort),
+		DataDir:         dataDir,
+		TickTime:        time.Duration(tickMs) * time.Millisecond,
+		FourLetterWords: []string{"*"},
+		Logger:          slog.New(slog.NewTextHandler(logOut, nil)),
 	})
 	if err != nil {
 		return "", nil, err

@@ -74,6 +74,7 @@ type pending struct {
 	op         jute.OpCode
 	rs         *dragonboat.RequestState // a proposed write
 	exec       func() (*result, error)  // a read, run in order
+	executed   chan struct{}            // closed once exec has run (reads only)
 	frame      []byte                   // a ready reply
 	closeAfter bool
 }
@@ -292,6 +293,7 @@ func (c *conn) sessionValid(id int64, passwd []byte) (bool, error) {
 
 // readLoop reads requests until the connection ends.
 func (c *conn) readLoop() error {
+	var lastRead *pending
 	for {
 		c.nc.SetReadDeadline(time.Now().Add(2*c.timeout + c.srv.cfg.TickTime))
 		body, err := c.readFrame(nil)
@@ -305,9 +307,23 @@ func (c *conn) readLoop() error {
 			return r.Err()
 		}
 		c.cell.alive.Record(c.sessionID)
+		if lastRead != nil && (hdr.Type == jute.OpMulti || hdr.Type == jute.OpCloseSession || znode.IsWrite(hdr.Type)) {
+			// A read must not see a write sent after it on the same
+			// connection: hold later writes until earlier reads have run.
+			select {
+			case <-lastRead.executed:
+			case <-c.done:
+				return net.ErrClosed
+			}
+			lastRead = nil
+		}
 		p, err := c.dispatch(hdr, r.Rest())
 		if err != nil {
 			return err
+		}
+		if p.exec != nil {
+			p.executed = make(chan struct{})
+			lastRead = p
 		}
 		select {
 		case c.queue <- p:
@@ -319,9 +335,6 @@ func (c *conn) readLoop() error {
 		}
 	}
 }
-
-// errMalformed closes a connection whose request cannot be decoded.
-var errMalformed = errors.New("server: malformed request")
 
 // dispatch turns one request into a pending reply, proposing writes now.
 func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) {
@@ -344,11 +357,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		}
 		return c.propose(p, cmd, false)
 	default:
-		exec, err := c.readOp(hdr, body)
-		if err != nil {
-			return nil, err
-		}
-		p.exec = exec
+		p.exec, p.closeAfter = c.readOp(hdr, body)
 	}
 	return p, nil
 }
@@ -417,10 +426,12 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 	case p.exec != nil:
 		select {
 		case <-c.done:
+			close(p.executed)
 			return nil, net.ErrClosed
 		default:
 		}
 		res, err := p.exec()
+		close(p.executed)
 		if err != nil {
 			return nil, err
 		}

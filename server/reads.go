@@ -37,16 +37,23 @@ func authenticate(ids []jute.ID, body []byte) ([]jute.ID, []byte, bool) {
 }
 
 // readOp builds the execution of a read request. A body that does not
-// decode closes the connection, as ZooKeeper does for a bad record.
-func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, error), error) {
+// decode is answered with MARSHALLINGERROR, as ZooKeeper does; an op code
+// ZooKeeper does not know is answered with UNIMPLEMENTED (zxid -1) and the
+// connection is closed.
+func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*result, error), closeAfter bool) {
+	exec, known := c.readOpExec(hdr, body)
+	if exec == nil {
+		return func() (*result, error) {
+			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
+		}, false
+	}
+	return exec, !known
+}
+
+func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result, error), bool) {
 	auth := c.auth
 	linearizable := c.srv.cfg.ReadMode == ReadLinearizable
-	decode := func(rec jute.Record) error {
-		if err := jute.Unmarshal(body, rec); err != nil {
-			return errMalformed
-		}
-		return nil
-	}
+	decode := func(rec jute.Record) error { return jute.Unmarshal(body, rec) }
 	run := func(lin bool, fn func(v raftsm.View, r znode.Reader) *result) func() (*result, error) {
 		return func() (*result, error) {
 			out, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
@@ -66,7 +73,7 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 	case jute.OpExists:
 		req := new(jute.ExistsRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
 			n, err := r.Exists(req.Path)
@@ -78,11 +85,11 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				return fail(err)
 			}
 			return &result{resp: &jute.ExistsResponse{Stat: n.Stat()}}
-		}), nil
+		}), true
 	case jute.OpGetData:
 		req := new(jute.GetDataRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
 			n, err := r.GetData(req.Path)
@@ -93,11 +100,11 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				c.cell.watches.add(watchData, req.Path, c)
 			}
 			return &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
-		}), nil
+		}), true
 	case jute.OpGetChildren, jute.OpGetChildren2:
 		req := new(jute.GetChildrenRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		two := hdr.Type == jute.OpGetChildren2
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
@@ -112,11 +119,11 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				return &result{resp: &jute.GetChildren2Response{Children: names, Stat: n.Stat()}}
 			}
 			return &result{resp: &jute.GetChildrenResponse{Children: names}}
-		}), nil
+		}), true
 	case jute.OpGetACL:
 		req := new(jute.GetACLRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
 			n, acl, err := r.GetACL(req.Path)
@@ -124,20 +131,20 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				return fail(err)
 			}
 			return &result{resp: &jute.GetACLResponse{ACL: acl, Stat: n.Stat()}}
-		}), nil
+		}), true
 	case jute.OpSync:
 		req := new(jute.SyncRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		// sync always catches this member up with the leader.
 		return run(true, func(v raftsm.View, r znode.Reader) *result {
 			return &result{resp: &jute.SyncResponse{Path: req.Path}}
-		}), nil
+		}), true
 	case jute.OpGetAllChildrenNumber:
 		req := new(jute.GetAllChildrenNumberRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
 			n, err := r.CountDescendants(req.Path)
@@ -145,11 +152,11 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				return fail(err)
 			}
 			return &result{resp: &jute.GetAllChildrenNumberResponse{TotalNumber: n}}
-		}), nil
+		}), true
 	case jute.OpGetEphemerals:
 		req := new(jute.GetEphemeralsRequest)
 		if err := decode(req); err != nil {
-			return nil, err
+			return nil, true
 		}
 		id := c.sessionID
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
@@ -164,7 +171,7 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				}
 			}
 			return &result{resp: &jute.GetEphemeralsResponse{Ephemerals: out}}
-		}), nil
+		}), true
 	case jute.OpWhoAmI:
 		return func() (*result, error) {
 			infos := make([]jute.ClientInfo, 0, len(auth))
@@ -176,18 +183,18 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 				infos = append(infos, jute.ClientInfo{AuthScheme: id.Scheme, User: user})
 			}
 			return &result{zxid: c.srv.lastZxid(), resp: &jute.WhoAmIResponse{ClientInfo: infos}}, nil
-		}, nil
+		}, true
 	case jute.OpSetWatches, jute.OpSetWatches2:
 		var sw jute.SetWatches2
 		if hdr.Type == jute.OpSetWatches {
 			req := new(jute.SetWatches)
 			if err := decode(req); err != nil {
-				return nil, err
+				return nil, true
 			}
 			sw = jute.SetWatches2{RelativeZxid: req.RelativeZxid, DataWatches: req.DataWatches,
 				ExistWatches: req.ExistWatches, ChildWatches: req.ChildWatches}
 		} else if err := decode(&sw); err != nil {
-			return nil, err
+			return nil, true
 		}
 		exec := run(linearizable, func(v raftsm.View, r znode.Reader) *result {
 			c.setWatches(&sw, v.Tree())
@@ -200,12 +207,13 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (func() (*result, er
 			}
 			res.zxid = -1
 			return res, nil
-		}, nil
+		}, true
 	}
-	// Unknown or not yet supported op.
+	// A ZooKeeper op zkraft does not serve yet, or an unknown op code.
+	_, known := jute.NewRequest(hdr.Type)
 	return func() (*result, error) {
-		return &result{zxid: c.srv.lastZxid(), err: jute.ErrUnimplemented}, nil
-	}, nil
+		return &result{zxid: -1, err: jute.ErrUnimplemented}, nil
+	}, known
 }
 
 // setWatches re-registers a reconnecting client's watches with ZooKeeper's

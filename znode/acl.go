@@ -25,10 +25,12 @@ func DigestID(userPassword string) string {
 }
 
 // authenticated reports whether ids of scheme count for the "auth" ACL
-// scheme (the provider's isAuthenticated): digest and super do, ip does not.
+// scheme (the provider's isAuthenticated): digest does, ip does not. There
+// is no "super" provider in ZooKeeper, so fixupACL skips a super id (the
+// super user's digest id is expanded instead).
 func authenticated(scheme string) bool {
 	switch scheme {
-	case "digest", "super", "sasl", "x509":
+	case "digest", "sasl", "x509":
 		return true
 	}
 	return false
@@ -38,7 +40,13 @@ func authenticated(scheme string) bool {
 func validID(scheme, id string) bool {
 	switch scheme {
 	case "digest":
-		return len(strings.Split(id, ":")) == 2
+		// Java's id.split(":").length == 2; split drops trailing empty
+		// strings, so "a:b:" is valid and "a:" is not.
+		parts := strings.Split(id, ":")
+		for len(parts) > 1 && parts[len(parts)-1] == "" {
+			parts = parts[:len(parts)-1]
+		}
+		return len(parts) == 2
 	case "ip":
 		_, ok := parseIPNet(id)
 		return ok
@@ -86,21 +94,29 @@ func matches(scheme, authID, aclID string) bool {
 }
 
 // FixupACL validates a client-supplied ACL and expands the "auth" scheme to
-// the caller's authenticated ids, as PrepRequestProcessor.fixupACL does.
+// the caller's authenticated ids, as PrepRequestProcessor.fixupACL does:
+// duplicates are removed from the request's list before the expansion, not
+// after it.
 func FixupACL(acl []jute.ACL, auth []jute.ID) ([]jute.ACL, error) {
 	if len(acl) == 0 {
 		return nil, jute.ErrInvalidACL
 	}
-	out := make([]jute.ACL, 0, len(acl))
-	add := func(a jute.ACL) {
-		for _, b := range out {
-			if b == a {
-				return
+	uniq := make([]jute.ACL, 0, len(acl))
+	for _, a := range acl {
+		dup := false
+		for _, b := range uniq {
+			if a == b {
+				dup = true
+				break
 			}
 		}
-		out = append(out, a)
+		if !dup {
+			uniq = append(uniq, a)
+		}
 	}
-	for _, a := range acl {
+	out := make([]jute.ACL, 0, len(uniq))
+	add := func(a jute.ACL) { out = append(out, a) }
+	for _, a := range uniq {
 		switch {
 		case a.ID.Scheme == "world" && a.ID.ID == "anyone":
 			add(a)

@@ -13,5 +13,5 @@ var (
 	// ErrCorruptNode means a stored node could not be decoded: the store is
 	// damaged and the replica must stop.
 	ErrCorruptNode = errors.New("znode: corrupt stored node")
-	ErrBadPath = fmt.Errorf("znode: invalid path: %w", jute.ErrBadArguments)
+	ErrBadPath     = fmt.Errorf("znode: invalid path: %w", jute.ErrBadArguments)
 )

@@ -134,11 +134,13 @@ func DecodeNode(b []byte) (*Node, error) {
 // touching a node another reader holds.
 func (n *Node) Clone() *Node {
 	c := *n
+	// Keep empty data empty rather than nil: clients tell a zero-length
+	// buffer from a null one.
 	if n.Data != nil {
-		c.Data = append([]byte(nil), n.Data...)
+		c.Data = append([]byte{}, n.Data...)
 	}
 	if n.ACL != nil {
-		c.ACL = append([]jute.ACL(nil), n.ACL...)
+		c.ACL = append([]jute.ACL{}, n.ACL...)
 	}
 	return &c
 }

@@ -57,19 +57,25 @@ func (tx *Txn) Apply(op jute.OpCode, req jute.Record) (jute.Record, error) {
 }
 
 // multiResultType is the op type ZooKeeper reports for a multi sub-result:
-// the Java server rebuilds each op from its flags, so create2 reports as
-// create (path only) while container and TTL creates carry a Stat.
+// the Java server rebuilds each op from its flags (MultiOperationRecord),
+// so create2 reports as create (path only), while container and TTL creates
+// get a CreateResult with a Stat, whose type is create2
+// (FinalRequestProcessor; OpResult.CreateResult(path, stat)).
 func multiResultType(op jute.OpCode, req jute.Record) jute.OpCode {
+	var flags int32
 	switch r := req.(type) {
 	case *jute.CreateRequest:
-		if r.Flags == jute.FlagContainer {
-			return jute.OpCreateContainer
-		}
-		return jute.OpCreate
+		flags = r.Flags
 	case *jute.CreateTTLRequest:
-		return jute.OpCreateTTL
+		flags = r.Flags
+	default:
+		return op
 	}
-	return op
+	switch flags {
+	case jute.FlagContainer, jute.FlagPersistentTTL, jute.FlagPersistentSequentialTTL:
+		return jute.OpCreate2
+	}
+	return jute.OpCreate
 }
 
 // Multi applies ops as one transaction. Each op runs over an overlay of the
@@ -86,14 +92,15 @@ func (tx *Txn) Multi(ops []jute.MultiOp) (*jute.MultiResponse, error) {
 	failed := -1
 	var failCode jute.ErrCode
 	for i, op := range ops {
-		var r jute.Record
-		var err error
-		if op.Type == jute.OpCreate2 {
-			// Reported as a plain create, as the Java server does.
-			r, err = sub.Apply(jute.OpCreate, op.Req)
-		} else {
-			r, err = sub.Apply(op.Type, op.Req)
+		// Creates are applied as the result type, so that the response
+		// record matches it (path only for create, path and Stat for
+		// create2).
+		rt := multiResultType(op.Type, op.Req)
+		applyOp := op.Type
+		if rt == jute.OpCreate || rt == jute.OpCreate2 {
+			applyOp = rt
 		}
+		r, err := sub.Apply(applyOp, op.Req)
 		if err != nil {
 			var code jute.ErrCode
 			if !errors.As(err, &code) {
@@ -102,10 +109,7 @@ func (tx *Txn) Multi(ops []jute.MultiOp) (*jute.MultiResponse, error) {
 			failed, failCode = i, code
 			break
 		}
-		if cr, ok := r.(*jute.Create2Response); ok && multiResultType(op.Type, op.Req) == jute.OpCreate {
-			r = &jute.CreateResponse{Path: cr.Path}
-		}
-		resp.Results = append(resp.Results, jute.MultiResult{Type: multiResultType(op.Type, op.Req), Resp: r})
+		resp.Results = append(resp.Results, jute.MultiResult{Type: rt, Resp: r})
 	}
 	if failed < 0 {
 		if err := ov.Commit(); err != nil {

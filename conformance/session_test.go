@@ -213,17 +213,29 @@ func (d *cutDialer) allow() {
 	d.mu.Unlock()
 }
 
-// waitState waits (bounded) for a session event with the given state.
-func waitState(t *testing.T, events <-chan zk.Event, want zk.State, d time.Duration) {
+// stateRecorder collects a client's session states through the event
+// callback, which (unlike go-zookeeper's small event channel) never drops one.
+type stateRecorder chan zk.State
+
+func newStateRecorder() stateRecorder { return make(stateRecorder, 1000) }
+
+func (s stateRecorder) callback(ev zk.Event) {
+	if ev.Type == zk.EventSession {
+		select {
+		case s <- ev.State:
+		default:
+		}
+	}
+}
+
+// wait waits (bounded) for the given state.
+func (s stateRecorder) wait(t *testing.T, want zk.State, d time.Duration) {
 	t.Helper()
 	timeout := time.After(d)
 	for {
 		select {
-		case ev, ok := <-events:
-			if !ok {
-				t.Fatalf("event channel closed while waiting for %v", want)
-			}
-			if ev.Type == zk.EventSession && ev.State == want {
+		case st := <-s:
+			if st == want {
 				return
 			}
 		case <-timeout:
@@ -237,7 +249,8 @@ func TestSessionExpiryRemovesEphemeral(t *testing.T) {
 	base := uniquePath(t)
 	d := &cutDialer{}
 	timeout := time.Duration(minSessionTimeout()) * time.Millisecond
-	owner, ownerEvents := connectWith(t, clientOpts{timeout: timeout, dialer: d.dial})
+	states := newStateRecorder()
+	owner, _ := connectWith(t, clientOpts{timeout: timeout, dialer: d.dial, callback: states.callback})
 	watcher, _ := connect(t)
 	sid := owner.SessionID()
 	eph := mustCreate(t, owner, base+"/e", nil, zk.FlagEphemeral)
@@ -273,13 +286,14 @@ func TestSessionExpiryRemovesEphemeral(t *testing.T) {
 
 	// When the owner can reach the server again it is told its session expired.
 	d.allow()
-	waitState(t, ownerEvents, zk.StateExpired, 15*time.Second)
+	states.wait(t, zk.StateExpired, 15*time.Second)
 }
 
 func TestSessionReattachAfterConnectionLoss(t *testing.T) {
 	base := uniquePath(t)
 	d := &cutDialer{}
-	owner, ownerEvents := connectWith(t, clientOpts{dialer: d.dial})
+	states := newStateRecorder()
+	owner, _ := connectWith(t, clientOpts{dialer: d.dial, callback: states.callback})
 	watcher, _ := connect(t)
 	sid := owner.SessionID()
 	eph := mustCreate(t, owner, base+"/e", []byte("v0"), zk.FlagEphemeral)
@@ -289,8 +303,8 @@ func TestSessionReattachAfterConnectionLoss(t *testing.T) {
 	}
 
 	d.cut(false) // connection lost; the client reconnects at once
-	waitState(t, ownerEvents, zk.StateDisconnected, 10*time.Second)
-	waitState(t, ownerEvents, zk.StateHasSession, 15*time.Second)
+	states.wait(t, zk.StateDisconnected, 10*time.Second)
+	states.wait(t, zk.StateHasSession, 15*time.Second)
 
 	if got := owner.SessionID(); got != sid {
 		t.Fatalf("after reconnecting, session id = %#x, want the same session %#x", got, sid)

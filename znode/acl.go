@@ -3,7 +3,7 @@ package znode
 import (
 	"crypto/sha1"
 	"encoding/base64"
-	"net"
+	"net/netip"
 	"strconv"
 	"strings"
 
@@ -56,37 +56,36 @@ func validID(scheme, id string) bool {
 	return false
 }
 
-func parseIPNet(id string) (*net.IPNet, bool) {
-	addr, bitsStr, hasBits := strings.Cut(id, "/")
-	ip := net.ParseIP(addr)
-	if ip == nil {
-		return nil, false
+// parseIPNet parses an ip ACL id: an address with an optional /bits.
+func parseIPNet(id string) (netip.Prefix, bool) {
+	addrStr, bitsStr, hasBits := strings.Cut(id, "/")
+	addr, err := netip.ParseAddr(addrStr)
+	if err != nil || addr.Zone() != "" {
+		return netip.Prefix{}, false
 	}
-	size := 128
-	if v4 := ip.To4(); v4 != nil {
-		ip, size = v4, 32
-	}
-	bits := size
+	addr = addr.Unmap()
+	bits := addr.BitLen()
 	if hasBits {
 		b, err := strconv.Atoi(bitsStr)
-		if err != nil || b < 0 || b > size {
-			return nil, false
+		if err != nil || b < 0 || b > addr.BitLen() {
+			return netip.Prefix{}, false
 		}
 		bits = b
 	}
-	return &net.IPNet{IP: ip.Mask(net.CIDRMask(bits, size)), Mask: net.CIDRMask(bits, size)}, true
+	p, err := addr.Prefix(bits)
+	return p, err == nil
 }
 
 // matches is the provider's matches(authId, aclId).
 func matches(scheme, authID, aclID string) bool {
 	switch scheme {
 	case "ip":
-		n, ok := parseIPNet(aclID)
+		p, ok := parseIPNet(aclID)
 		if !ok {
 			return false
 		}
-		ip := net.ParseIP(authID)
-		return ip != nil && n.Contains(ip)
+		ip, err := netip.ParseAddr(authID)
+		return err == nil && p.Contains(ip.Unmap())
 	case "digest", "sasl", "x509":
 		return authID == aclID
 	}

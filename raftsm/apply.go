@@ -75,6 +75,11 @@ func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 
 func (a *applier) request(c *Command) (*Reply, error) {
 	zxid := a.next() // a failed write consumes a zxid too, as ZooKeeper's error txn does
+	if c.Op == jute.OpError {
+		// A request the member could not decode: ZooKeeper logs an error
+		// txn and answers MARSHALLINGERROR.
+		return &Reply{Err: jute.ErrMarshallingError, Zxid: zxid}, nil
+	}
 	if c.Session != 0 {
 		ok, err := a.sessionExists(c.Session)
 		if err != nil {

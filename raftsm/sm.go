@@ -2,7 +2,6 @@ package raftsm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -153,10 +152,12 @@ func initTree(db *pebble.DB) error {
 		path string
 		n    *znode.Node
 	}{
-		{"/", &znode.Node{ACL: znode.OpenACL, NumChildren: 1}},
-		{znode.ZooKeeperPath, &znode.Node{ACL: znode.OpenACL, NumChildren: 2}},
-		{znode.QuotaPath, &znode.Node{ACL: znode.OpenACL}},
-		{znode.ConfigPath, &znode.Node{ACL: znode.ReadACLUnsafe, Aversion: -1}},
+		// DataTree creates them with new byte[0]: getData answers an
+		// empty buffer, not a null one.
+		{"/", &znode.Node{Data: []byte{}, ACL: znode.OpenACL, NumChildren: 1}},
+		{znode.ZooKeeperPath, &znode.Node{Data: []byte{}, ACL: znode.OpenACL, NumChildren: 2}},
+		{znode.QuotaPath, &znode.Node{Data: []byte{}, ACL: znode.OpenACL}},
+		{znode.ConfigPath, &znode.Node{Data: []byte{}, ACL: znode.ReadACLUnsafe, Aversion: -1}},
 	}
 	for _, x := range nodes {
 		if err := kv.Put(x.path, x.n); err != nil {
@@ -315,4 +316,7 @@ func (s *StateMachine) Close() error {
 	return err
 }
 
-var errStopped = errors.New("raftsm: stopped")
+// errStopped is what SaveSnapshot and RecoverFromSnapshot return when their
+// done channel closes. It must be Dragonboat's own sentinel, unwrapped:
+// Dragonboat compares it with == and treats any other error as fatal.
+var errStopped = sm.ErrSnapshotStopped

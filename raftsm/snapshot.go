@@ -2,12 +2,18 @@ package raftsm
 
 import (
 	"bufio"
+	"bytes"
 	"encoding/binary"
 	"fmt"
 	"io"
 
 	"github.com/cockroachdb/pebble"
 )
+
+// recoverBatchBytes is the batch size at which RecoverFromSnapshot commits
+// and starts a new batch. A variable so that tests can force several
+// batches.
+var recoverBatchBytes = 64 << 20
 
 // Snapshot stream: the magic, then (uvarint keyLen, key, uvarint valueLen,
 // value) for every key in order, then a zero keyLen.
@@ -90,12 +96,19 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		if n > 1<<30 {
 			return nil, fmt.Errorf("%w: chunk of %d bytes", ErrBadSnapshot, n)
 		}
-		buf := make([]byte, n)
-		if _, err := io.ReadFull(br, buf); err != nil {
+		// Grow with the data rather than trusting the length: a corrupt
+		// length must not allocate a gigabyte.
+		var buf bytes.Buffer
+		if _, err := io.CopyN(&buf, br, int64(n)); err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 		}
-		return buf, nil
+		return buf.Bytes(), nil
 	}
+	// The applied index and zxid are written in the last batch, after every
+	// other key: a large snapshot is committed in several batches, and a
+	// crash between them must not leave the new applied index over a
+	// partial tree (Open would report the snapshot as applied).
+	var applied, zxid []byte
 	for {
 		select {
 		case <-done:
@@ -116,32 +129,41 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 			b.Close()
 			return err
 		}
+		switch string(k) {
+		case string(keyApplied):
+			applied = v
+			continue
+		case string(keyZxid):
+			zxid = v
+			continue
+		}
 		if err := b.Set(k, v, nil); err != nil {
 			b.Close()
 			return err
 		}
-		if b.Len() > 64<<20 {
+		if b.Len() > recoverBatchBytes {
 			if err := b.Commit(pebble.NoSync); err != nil {
 				return err
 			}
 			b = db.NewBatch()
 		}
 	}
+	if len(applied) != 8 || len(zxid) != 8 {
+		b.Close()
+		return fmt.Errorf("%w: no applied index", ErrBadSnapshot)
+	}
+	if err := b.Set(keyApplied, applied, nil); err != nil {
+		b.Close()
+		return err
+	}
+	if err := b.Set(keyZxid, zxid, nil); err != nil {
+		b.Close()
+		return err
+	}
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
-	a, err := getValue(db, keyApplied)
-	if err != nil {
-		return err
-	}
-	z, err := getValue(db, keyZxid)
-	if err != nil {
-		return err
-	}
-	if len(a) != 8 || len(z) != 8 {
-		return fmt.Errorf("%w: no applied index", ErrBadSnapshot)
-	}
-	s.mu.applied = binary.BigEndian.Uint64(a)
-	s.mu.zxid = int64(binary.BigEndian.Uint64(z))
+	s.mu.applied = binary.BigEndian.Uint64(applied)
+	s.mu.zxid = int64(binary.BigEndian.Uint64(zxid))
 	return nil
 }

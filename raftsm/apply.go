@@ -69,7 +69,7 @@ func (a *applier) next() int64 {
 
 func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 	for _, t := range ts {
-		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path})
+		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL})
 	}
 }
 

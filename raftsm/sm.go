@@ -34,6 +34,7 @@ type Event struct {
 	Zxid     int64
 	Type     jute.EventType
 	Path     string
+	ACL      []jute.ACL // of the node a watch event is about
 	Session  int64
 	Timeout  int32
 	Sessions []int64

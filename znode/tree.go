@@ -33,6 +33,9 @@ type Options struct {
 type Trigger struct {
 	Type jute.EventType
 	Path string
+	// ACL is the ACL of the node the event is about (the parent for
+	// NodeChildrenChanged): a watcher without READ on it gets no event.
+	ACL []jute.ACL
 }
 
 // Txn is one transaction: the store it changes, the zxid and time it
@@ -48,8 +51,8 @@ type Txn struct {
 	Triggers []Trigger
 }
 
-func (tx *Txn) trigger(t jute.EventType, path string) {
-	tx.Triggers = append(tx.Triggers, Trigger{Type: t, Path: path})
+func (tx *Txn) trigger(t jute.EventType, path string, acl []jute.ACL) {
+	tx.Triggers = append(tx.Triggers, Trigger{Type: t, Path: path, ACL: acl})
 }
 
 func (tx *Txn) get(path string) (*Node, error) {
@@ -163,8 +166,8 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 			return "", nil, err
 		}
 	}
-	tx.trigger(jute.EventNodeCreated, path)
-	tx.trigger(jute.EventNodeChildrenChanged, parentPath)
+	tx.trigger(jute.EventNodeCreated, path, n.ACL)
+	tx.trigger(jute.EventNodeChildrenChanged, parentPath, p.ACL)
 	return path, n, nil
 }
 
@@ -222,8 +225,8 @@ func (tx *Txn) remove(parentPath string, parent *Node, path string, n *Node) err
 			return err
 		}
 	}
-	tx.trigger(jute.EventNodeDeleted, path)
-	tx.trigger(jute.EventNodeChildrenChanged, parentPath)
+	tx.trigger(jute.EventNodeDeleted, path, n.ACL)
+	tx.trigger(jute.EventNodeChildrenChanged, parentPath, p.ACL)
 	return nil
 }
 
@@ -250,7 +253,7 @@ func (tx *Txn) SetData(path string, data []byte, version int32) (*Node, error) {
 	if err := tx.KV.Put(path, c); err != nil {
 		return nil, err
 	}
-	tx.trigger(jute.EventNodeDataChanged, path)
+	tx.trigger(jute.EventNodeDataChanged, path, c.ACL)
 	return c, nil
 }
 

@@ -179,6 +179,12 @@ func connect(t testing.TB) (*zk.Conn, <-chan zk.Event) {
 	return connectWith(t, clientOpts{})
 }
 
+// perTestTimeout bounds how long a test's go-zookeeper clients live: the
+// library waits for a reply without a deadline, so a server that keeps the
+// connection alive but never answers would otherwise hang the test. When it
+// passes, the clients are closed and their pending calls fail.
+const perTestTimeout = 60 * time.Second
+
 // connectWith is connect with options.
 func connectWith(t testing.TB, o clientOpts) (*zk.Conn, <-chan zk.Event) {
 	t.Helper()
@@ -186,7 +192,15 @@ func connectWith(t testing.TB, o clientOpts) (*zk.Conn, <-chan zk.Event) {
 	if err != nil {
 		t.Fatalf("connect %s: %v", serverAddr, err)
 	}
-	t.Cleanup(conn.Close)
+	name := t.Name()
+	watchdog := time.AfterFunc(perTestTimeout, func() {
+		fmt.Fprintf(os.Stderr, "conformance: %s still running after %v; closing its client\n", name, perTestTimeout)
+		conn.Close()
+	})
+	t.Cleanup(func() {
+		watchdog.Stop()
+		conn.Close()
+	})
 	return conn, events
 }
 

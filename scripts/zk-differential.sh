@@ -7,7 +7,7 @@
 # Debian machine), starts a standalone server with tickTime=2000 on a free
 # loopback port in a fresh temporary directory, waits until it answers, runs
 #
-#     CONFORMANCE_ADDR=127.0.0.1:<port> go test -count=1 ./conformance/ "$@"
+#     CONFORMANCE_ADDR=127.0.0.1:<port> go test -count=1 -timeout=5m ./conformance/ "$@"
 #
 # from the repository root, stops the server, removes the temporary directory
 # and exits with the status of go test. Extra arguments go to go test, e.g.
@@ -115,14 +115,23 @@ next_free_port() {
 	return 1
 }
 
-# ruok PORT: prints the server's answer to the ruok four-letter word.
-ruok() {
-	local reply=""
-	exec 3<>"/dev/tcp/127.0.0.1/$1" || return 1
-	printf 'ruok' >&3
-	read -r -t 2 -n 4 reply <&3 || true
+# four_letter WORD PORT: prints the server's answer to a four-letter word.
+four_letter() {
+	local line out=""
+	exec 3<>"/dev/tcp/127.0.0.1/$2" || return 1
+	printf '%s' "$1" >&3
+	while IFS= read -r -t 2 line <&3; do
+		out+="$line"$'\n'
+	done
+	out+="$line"
 	exec 3<&- 3>&-
-	printf '%s' "$reply"
+	printf '%s' "$out"
+}
+
+# is_our_zk PORT: true if the server on PORT is up and is the one we started
+# (its "conf" names our dataDir; another run may have won the port race).
+is_our_zk() {
+	[[ "$(four_letter conf "$1" 2>/dev/null)" == *"dataDir=$tmp/data/"* ]]
 }
 
 mkdir -p "$tmp/conf"
@@ -145,7 +154,7 @@ for jar in slf4j-log4j12.jar log4j-1.2.jar; do
 done
 
 # start_zk PORT: starts a standalone ZooKeeper on 127.0.0.1:PORT with an empty
-# dataDir and waits (at most 30 s) until it answers ruok. Returns 1 if the
+# dataDir and waits (at most 30 s) until it answers. Returns 1 if the
 # server died during startup (e.g. another process took the port), 2 if it
 # did not answer in time.
 start_zk() {
@@ -178,7 +187,7 @@ EOF
 			zk_pid=""
 			return 1
 		fi
-		if [[ "$(ruok "$port" 2>/dev/null)" == "imok" ]]; then
+		if is_our_zk "$port"; then
 			return 0
 		fi
 		sleep 0.1
@@ -189,7 +198,9 @@ EOF
 # ---------------------------------------------------------------------------
 # 3. Start ZooKeeper on the first free port from ZK_PORT; if another process
 # grabs the port first, try the next one.
-port="${ZK_PORT:-22181}"
+# Without ZK_PORT, start at a random offset from 22181 so that concurrent
+# runs rarely collide.
+port="${ZK_PORT:-$((22181 + RANDOM % 1000))}"
 started=""
 for attempt in 1 2 3 4 5; do
 	if ! port="$(next_free_port "$port")"; then
@@ -203,7 +214,7 @@ for attempt in 1 2 3 4 5; do
 		break
 	fi
 	if [[ $rc -eq 2 ]]; then
-		log "ZooKeeper did not answer ruok within 30 s; its log:"
+		log "ZooKeeper did not answer within 30 s; its log:"
 		tail -n 50 "$tmp/zookeeper.log" >&2 2>/dev/null || true
 		exit 2
 	fi
@@ -221,7 +232,7 @@ log "ZooKeeper is up (pid $zk_pid, port $port)"
 # 4. Run the suite; its status is ours. It runs in the background so that an
 # INT or TERM reaches our trap at once instead of after the suite ends.
 status=0
-(cd "$repo_root" && CONFORMANCE_ADDR="127.0.0.1:$port" exec go test -count=1 ./conformance/ "$@") &
+(cd "$repo_root" && CONFORMANCE_ADDR="127.0.0.1:$port" exec go test -count=1 -timeout=5m ./conformance/ "$@") &
 go_pid=$!
 wait "$go_pid" || status=$?
 go_pid=""

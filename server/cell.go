@@ -62,7 +62,7 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 		ev := &events[i]
 		switch ev.Kind {
 		case raftsm.EventWatch:
-			c.watches.trigger(ev.Zxid, ev.Type, ev.Path)
+			c.watches.trigger(ev.Zxid, ev.Type, ev.Path, ev.ACL)
 		case raftsm.EventSessionCreated:
 			c.tracker.Add(ev.Session, time.Duration(ev.Timeout)*time.Millisecond)
 		case raftsm.EventSessionClosed:

@@ -49,8 +49,9 @@ type conn struct {
 	sessionID int64
 	timeout   time.Duration
 
-	// auth is owned by the reader goroutine.
-	auth []jute.ID
+	// auth holds the connection's ids; the reader goroutine replaces it,
+	// watch delivery reads it.
+	auth atomic.Pointer[[]jute.ID]
 
 	closingSession atomic.Bool // a closeSession is in flight
 	queue          chan *pending
@@ -86,19 +87,23 @@ type result struct {
 	resp jute.Record
 }
 
-func newConn(s *Server, c *cell, nc net.Conn, ip string) *conn {
-	return &conn{
+func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
+	c := &conn{
 		srv:      s,
-		cell:     c,
+		cell:     cl,
 		nc:       nc,
 		ip:       ip,
 		log:      s.log.With("remote", nc.RemoteAddr().String()),
-		auth:     []jute.ID{{Scheme: "ip", ID: ip}},
 		queue:    make(chan *pending, maxOutstanding),
 		done:     make(chan struct{}),
 		outReady: make(chan struct{}, 1),
 	}
+	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
+	return c
 }
+
+func (c *conn) authIDs() []jute.ID       { return *c.auth.Load() }
+func (c *conn) setAuthIDs(ids []jute.ID) { c.auth.Store(&ids) }
 
 // rawRecord is an already-encoded record.
 type rawRecord []byte
@@ -344,13 +349,15 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		p.xid = jute.XidPing // whatever xid the ping carried
 		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
 	case hdr.Type == jute.OpAuth:
-		c.auth, p.frame, p.closeAfter = authenticate(c.auth, body)
+		var ids []jute.ID
+		ids, p.frame, p.closeAfter = authenticate(c.authIDs(), body)
+		c.setAuthIDs(ids)
 	case hdr.Type == jute.OpCloseSession:
 		c.closingSession.Store(true)
 		return c.propose(p, &raftsm.Command{Kind: raftsm.KindCloseSession, Session: c.sessionID, Time: time.Now().UnixMilli()}, true)
 	case hdr.Type == jute.OpMulti || znode.IsWrite(hdr.Type):
 		cmd := &raftsm.Command{Kind: raftsm.KindRequest, Session: c.sessionID, Time: time.Now().UnixMilli(),
-			Op: hdr.Type, Auth: c.auth, Body: body}
+			Op: hdr.Type, Auth: c.authIDs(), Body: body}
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil

@@ -51,7 +51,7 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*resul
 }
 
 func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result, error), bool) {
-	auth := c.auth
+	auth := c.authIDs()
 	linearizable := c.srv.cfg.ReadMode == ReadLinearizable
 	decode := func(rec jute.Record) error { return jute.Unmarshal(body, rec) }
 	run := func(lin bool, fn func(v raftsm.View, r znode.Reader) *result) func() (*result, error) {
@@ -79,7 +79,7 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			n, err := r.Exists(req.Path)
 			if req.Watch && (err == nil || jute.CodeOf(err) == jute.ErrNoNode) {
 				// exists leaves a watch even on a missing node.
-				c.cell.watches.add(watchData, req.Path, c)
+				c.cell.watches.add(tableData, req.Path, c, modeStandard)
 			}
 			if err != nil {
 				return fail(err)
@@ -97,7 +97,7 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 				return fail(err)
 			}
 			if req.Watch {
-				c.cell.watches.add(watchData, req.Path, c)
+				c.cell.watches.add(tableData, req.Path, c, modeStandard)
 			}
 			return &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
 		}), true
@@ -113,7 +113,7 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 				return fail(err)
 			}
 			if req.Watch {
-				c.cell.watches.add(watchChild, req.Path, c)
+				c.cell.watches.add(tableChild, req.Path, c, modeStandard)
 			}
 			if two {
 				return &result{resp: &jute.GetChildren2Response{Children: names, Stat: n.Stat()}}
@@ -208,6 +208,80 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			res.zxid = -1
 			return res, nil
 		}, true
+	case jute.OpAddWatch:
+		req := new(jute.AddWatchRequest)
+		if err := decode(req); err != nil {
+			return nil, true
+		}
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			switch req.Mode {
+			case jute.AddWatchModePersistent:
+				c.cell.watches.add(tableData, req.Path, c, modePersistent)
+				c.cell.watches.add(tableChild, req.Path, c, modePersistent)
+			case jute.AddWatchModePersistentRecursive:
+				c.cell.watches.add(tableData, req.Path, c, modeRecursive)
+			default:
+				return &result{err: jute.ErrMarshallingError}
+			}
+			// addWatch answers with a 4-byte ErrorResponse body.
+			return &result{resp: &jute.ErrorResponse{Err: jute.ErrOK}}
+		}), true
+	case jute.OpCheckWatches, jute.OpRemoveWatches:
+		// The two records are the same shape: path, watcher type.
+		req := new(jute.CheckWatchesRequest)
+		if err := decode(req); err != nil {
+			return nil, true
+		}
+		remove := hdr.Type == jute.OpRemoveWatches
+		return func() (*result, error) {
+			res := &result{zxid: c.srv.lastZxid()}
+			if req.Type < jute.WatcherTypeChildren || req.Type > watcherTypePersistentRecursive {
+				res.err = jute.ErrMarshallingError
+				return res, nil
+			}
+			var ok bool
+			if remove {
+				ok = c.cell.watches.remove(req.Path, req.Type, c)
+			} else {
+				ok = c.cell.watches.contains(req.Path, req.Type, c)
+			}
+			if !ok {
+				res.err = jute.ErrNoWatcher
+			}
+			return res, nil
+		}, true
+	case jute.OpMultiRead:
+		req := new(jute.MultiRequest)
+		if err := decode(req); err != nil {
+			return nil, true
+		}
+		for _, op := range req.Ops {
+			if op.Type != jute.OpGetData && op.Type != jute.OpGetChildren {
+				return nil, true
+			}
+		}
+		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(req.Ops))}
+			for _, op := range req.Ops {
+				var res jute.MultiResult
+				switch q := op.Req.(type) {
+				case *jute.GetDataRequest:
+					if n, err := r.GetData(q.Path); err != nil {
+						res = jute.MultiResult{Type: jute.OpError, Err: jute.CodeOf(err)}
+					} else {
+						res = jute.MultiResult{Type: jute.OpGetData, Resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+					}
+				case *jute.GetChildrenRequest:
+					if _, names, err := r.GetChildren(q.Path); err != nil {
+						res = jute.MultiResult{Type: jute.OpError, Err: jute.CodeOf(err)}
+					} else {
+						res = jute.MultiResult{Type: jute.OpGetChildren, Resp: &jute.GetChildrenResponse{Children: names}}
+					}
+				}
+				resp.Results = append(resp.Results, res)
+			}
+			return &result{resp: resp}
+		}), true
 	}
 	// A ZooKeeper op zkraft does not serve yet, or an unknown op code.
 	_, known := jute.NewRequest(hdr.Type)
@@ -236,15 +310,22 @@ func (c *conn) setWatches(sw *jute.SetWatches2, kv znode.KV) {
 		case n.Mzxid > rel:
 			c.notify(-1, jute.EventNodeDataChanged, p)
 		default:
-			c.cell.watches.add(watchData, p, c)
+			c.cell.watches.add(tableData, p, c, modeStandard)
 		}
 	}
 	for _, p := range sw.ExistWatches {
 		if get(p) != nil {
 			c.notify(-1, jute.EventNodeCreated, p)
 		} else {
-			c.cell.watches.add(watchData, p, c)
+			c.cell.watches.add(tableData, p, c, modeStandard)
 		}
+	}
+	for _, p := range sw.PersistentWatches {
+		c.cell.watches.add(tableChild, p, c, modePersistent)
+		c.cell.watches.add(tableData, p, c, modePersistent)
+	}
+	for _, p := range sw.PersistentRecursiveWatches {
+		c.cell.watches.add(tableData, p, c, modeRecursive)
 	}
 	for _, p := range sw.ChildWatches {
 		switch n := get(p); {
@@ -253,7 +334,7 @@ func (c *conn) setWatches(sw *jute.SetWatches2, kv znode.KV) {
 		case n.Pzxid > rel:
 			c.notify(-1, jute.EventNodeChildrenChanged, p)
 		default:
-			c.cell.watches.add(watchChild, p, c)
+			c.cell.watches.add(tableChild, p, c, modeStandard)
 		}
 	}
 }

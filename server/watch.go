@@ -4,105 +4,221 @@ import (
 	"sync"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
-// watchKind is the table a standard watch lives in: data watches (set by
-// exists and getData) or child watches (set by getChildren).
-type watchKind uint8
+// watchTable is one of ZooKeeper's two watch tables: data watches (set by
+// exists, getData and addWatch) and child watches (set by getChildren and
+// addWatch PERSISTENT).
+type watchTable uint8
 
 const (
-	watchData watchKind = iota
-	watchChild
+	tableData watchTable = iota
+	tableChild
+)
+
+// watchMode is a bit set of the modes one connection holds on one path in
+// one table (ZooKeeper's WatchStats).
+type watchMode uint8
+
+const (
+	modeStandard watchMode = 1 << iota // one-shot
+	modePersistent
+	modeRecursive
 )
 
 type watchKey struct {
-	kind watchKind
-	path string
+	table watchTable
+	path  string
 }
 
-// registry is the member-local table of one-shot watches of a cell. It is
-// fed by the state machine's triggers (under the state machine's write
-// lock) and by reads (under its read lock), which is what makes a watch set
-// by a read see every later change.
+// registry is the member-local watch manager of a cell, following
+// ZooKeeper's WatchManager: a standard watch fires once, a persistent one
+// stays, a recursive one (data table only) also fires for every descendant
+// and never for NodeChildrenChanged.
+//
+// It is fed by the state machine's triggers (under the state machine's
+// write lock) and by reads (under its read lock), which is what makes a
+// watch set by a read see every later change.
 type registry struct {
 	// mu guards the tables. Lock order: the state machine's lock, then mu,
 	// then a connection's outbox lock.
 	mu struct {
 		sync.Mutex
-		tables [2]map[string]map[*conn]struct{}
-		byConn map[*conn]map[watchKey]struct{}
+		tables    [2]map[string]map[*conn]watchMode
+		byConn    map[*conn]map[watchKey]watchMode
+		recursive int // recursive watches held, to skip walking parents when 0
 	}
 }
 
 func newRegistry() *registry {
 	r := &registry{}
-	r.mu.tables[watchData] = map[string]map[*conn]struct{}{}
-	r.mu.tables[watchChild] = map[string]map[*conn]struct{}{}
-	r.mu.byConn = map[*conn]map[watchKey]struct{}{}
+	r.mu.tables[tableData] = map[string]map[*conn]watchMode{}
+	r.mu.tables[tableChild] = map[string]map[*conn]watchMode{}
+	r.mu.byConn = map[*conn]map[watchKey]watchMode{}
 	return r
 }
 
-func (r *registry) add(kind watchKind, path string, c *conn) {
+func (r *registry) add(table watchTable, path string, c *conn, m watchMode) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	t := r.mu.tables[kind]
-	set := t[path]
-	if set == nil {
-		set = map[*conn]struct{}{}
-		t[path] = set
-	}
-	set[c] = struct{}{}
-	keys := r.mu.byConn[c]
-	if keys == nil {
-		keys = map[watchKey]struct{}{}
-		r.mu.byConn[c] = keys
-	}
-	keys[watchKey{kind, path}] = struct{}{}
+	r.setLocked(table, path, c, r.getLocked(table, path, c)|m)
 }
 
-// takeLocked removes and returns the watchers of path in table kind.
-func (r *registry) takeLocked(kind watchKind, path string) map[*conn]struct{} {
-	set := r.mu.tables[kind][path]
-	if set == nil {
-		return nil
+func (r *registry) getLocked(table watchTable, path string, c *conn) watchMode {
+	return r.mu.tables[table][path][c]
+}
+
+// setLocked stores the modes c holds on path, removing the entry when m is 0.
+func (r *registry) setLocked(table watchTable, path string, c *conn, m watchMode) {
+	old := r.getLocked(table, path, c)
+	if old&modeRecursive != 0 {
+		r.mu.recursive--
 	}
-	delete(r.mu.tables[kind], path)
-	for c := range set {
+	if m&modeRecursive != 0 {
+		r.mu.recursive++
+	}
+	t := r.mu.tables[table]
+	key := watchKey{table, path}
+	if m == 0 {
+		if set := t[path]; set != nil {
+			delete(set, c)
+			if len(set) == 0 {
+				delete(t, path)
+			}
+		}
 		if keys := r.mu.byConn[c]; keys != nil {
-			delete(keys, watchKey{kind, path})
+			delete(keys, key)
 			if len(keys) == 0 {
 				delete(r.mu.byConn, c)
 			}
 		}
+		return
 	}
-	return set
+	set := t[path]
+	if set == nil {
+		set = map[*conn]watchMode{}
+		t[path] = set
+	}
+	set[c] = m
+	keys := r.mu.byConn[c]
+	if keys == nil {
+		keys = map[watchKey]watchMode{}
+		r.mu.byConn[c] = keys
+	}
+	keys[key] = m
 }
 
-// trigger fires the watches a change sets off. Each connection is notified
-// once per trigger even when several of its watches match.
-func (r *registry) trigger(zxid int64, typ jute.EventType, path string) {
+// collectLocked gathers the watchers a change on path fires in table,
+// dropping standard watches at path.
+func (r *registry) collectLocked(table watchTable, path string, fired map[*conn]struct{}) {
+	t := r.mu.tables[table]
+	for c, m := range t[path] {
+		fired[c] = struct{}{}
+		if m&modeStandard != 0 {
+			r.setLocked(table, path, c, m&^modeStandard)
+		}
+	}
+	if table != tableData || r.mu.recursive == 0 {
+		return
+	}
+	for p := path; p != "/"; {
+		p, _ = znode.Parent(p)
+		for c, m := range t[p] {
+			if m&modeRecursive != 0 {
+				fired[c] = struct{}{}
+			}
+		}
+	}
+}
+
+// trigger fires the watches a change sets off, as ZooKeeper's DataTree
+// does: NodeCreated and NodeDataChanged in the data table,
+// NodeChildrenChanged in the child table, NodeDeleted in the data table
+// and then in the child table for connections not already notified. A
+// connection without READ on acl gets nothing (its standard watch is still
+// used up).
+func (r *registry) trigger(zxid int64, typ jute.EventType, path string, acl []jute.ACL) {
 	r.mu.Lock()
-	var fired map[*conn]struct{}
+	defer r.mu.Unlock()
+	fired := map[*conn]struct{}{}
 	switch typ {
 	case jute.EventNodeCreated, jute.EventNodeDataChanged:
-		fired = r.takeLocked(watchData, path)
+		r.collectLocked(tableData, path, fired)
 	case jute.EventNodeChildrenChanged:
-		fired = r.takeLocked(watchChild, path)
+		r.collectLocked(tableChild, path, fired)
 	case jute.EventNodeDeleted:
-		fired = r.takeLocked(watchData, path)
-		for c := range r.takeLocked(watchChild, path) {
-			if fired == nil {
-				fired = map[*conn]struct{}{}
-			}
-			fired[c] = struct{}{}
-		}
+		r.collectLocked(tableData, path, fired)
+		r.collectLocked(tableChild, path, fired)
 	}
 	// Queue while holding mu so two triggers cannot interleave their events
 	// on one connection out of zxid order.
 	for c := range fired {
+		if znode.CheckACL(acl, jute.PermRead, c.authIDs()) != nil {
+			continue
+		}
 		c.notify(zxid, typ, path)
 	}
-	r.mu.Unlock()
+}
+
+// contains reports whether c holds a watch of the given ZooKeeper watcher
+// type on path (DataTree.containsWatcher).
+func (r *registry) contains(path string, wtype int32, c *conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	data, child := r.getLocked(tableData, path, c), r.getLocked(tableChild, path, c)
+	switch wtype {
+	case jute.WatcherTypeChildren:
+		return child&modeStandard != 0
+	case jute.WatcherTypeData:
+		return data&modeStandard != 0
+	case watcherTypePersistent:
+		return data&modePersistent != 0
+	case watcherTypePersistentRecursive:
+		return data&modeRecursive != 0
+	case jute.WatcherTypeAny:
+		return child != 0 || data != 0
+	}
+	return false
+}
+
+// ZooKeeper 3.9's WatcherType values beyond jute's Children, Data and Any.
+const (
+	watcherTypePersistent          int32 = 4
+	watcherTypePersistentRecursive int32 = 5
+)
+
+// remove drops c's watches of the given type on path and reports whether
+// any was removed (DataTree.removeWatch).
+func (r *registry) remove(path string, wtype int32, c *conn) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	clear := func(table watchTable, m watchMode) bool {
+		old := r.getLocked(table, path, c)
+		if old&m == 0 {
+			return false
+		}
+		r.setLocked(table, path, c, old&^m)
+		return true
+	}
+	switch wtype {
+	case jute.WatcherTypeChildren:
+		return clear(tableChild, modeStandard)
+	case jute.WatcherTypeData:
+		return clear(tableData, modeStandard)
+	case watcherTypePersistent:
+		a := clear(tableChild, modePersistent)
+		b := clear(tableData, modePersistent)
+		return a || b
+	case watcherTypePersistentRecursive:
+		return clear(tableData, modeRecursive)
+	case jute.WatcherTypeAny:
+		all := modeStandard | modePersistent | modeRecursive
+		a := clear(tableChild, all)
+		b := clear(tableData, all)
+		return a || b
+	}
+	return false
 }
 
 // removeConn drops every watch of a closed connection.
@@ -110,23 +226,22 @@ func (r *registry) removeConn(c *conn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for k := range r.mu.byConn[c] {
-		if set := r.mu.tables[k.kind][k.path]; set != nil {
-			delete(set, c)
-			if len(set) == 0 {
-				delete(r.mu.tables[k.kind], k.path)
-			}
-		}
+		r.setLocked(k.table, k.path, c, 0)
 	}
 	delete(r.mu.byConn, c)
 }
 
-// count returns the number of watches and of watched paths in the data
-// table, as ZooKeeper's wchs reports.
+// count returns the number of watches, watched paths and watching
+// connections in the data table, as ZooKeeper's wchs reports.
 func (r *registry) count() (watches, paths, conns int) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for _, set := range r.mu.tables[watchData] {
+	seen := map[*conn]struct{}{}
+	for _, set := range r.mu.tables[tableData] {
 		watches += len(set)
+		for c := range set {
+			seen[c] = struct{}{}
+		}
 	}
-	return watches, len(r.mu.tables[watchData]), len(r.mu.byConn)
+	return watches, len(r.mu.tables[tableData]), len(seen)
 }

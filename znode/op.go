@@ -10,7 +10,7 @@ import (
 func IsWrite(op jute.OpCode) bool {
 	switch op {
 	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
-		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti:
+		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti, jute.OpReconfig:
 		return true
 	}
 	return false
@@ -52,6 +52,10 @@ func (tx *Txn) Apply(op jute.OpCode, req jute.Record) (jute.Record, error) {
 		return &jute.SetACLResponse{Stat: n.Stat()}, nil
 	case *jute.CheckVersionRequest:
 		return nil, tx.Check(r.Path, r.Version)
+	case *jute.ReconfigRequest:
+		// reconfigEnabled is off, as in a default ZooKeeper; the cluster
+		// work brings reconfig itself.
+		return nil, jute.ErrReconfigDisabled
 	}
 	return nil, jute.ErrUnimplemented
 }

@@ -131,7 +131,8 @@ func TestMultiSuccessRaw(t *testing.T) {
 		{Type: opCreate, Path: base + "/a"},
 		{Type: opCreate, Path: base + "/b"},
 		{Type: opCreate, Path: base + "/s-0000000003"},
-		// A create2 inside a multi is answered as a plain create (path only).
+		// A create2 inside a multi: 3.8 answers a plain create (path only),
+		// 3.9 a create2 with the Stat. zkraft follows 3.9; both pass here.
 		{Type: opCreate, Path: base + "/c2"},
 		{Type: opSetData},
 		{Type: opCheck},
@@ -142,6 +143,13 @@ func TestMultiSuccessRaw(t *testing.T) {
 	}
 	for i := range want {
 		got := res[i]
+		if i == 3 && got.Type == opCreate2 {
+			// 3.9: the create2's Stat is the new node's.
+			if got.Stat.Czxid != rep.Zxid || got.Stat.Mzxid != rep.Zxid || got.Stat.Version != 0 {
+				t.Errorf("create2 result Stat = %+v, want czxid = mzxid = %#x", got.Stat, rep.Zxid)
+			}
+			got.Type, got.Stat = opCreate, zk.Stat{}
+		}
 		if i == 4 {
 			// The setData Stat is the node's new Stat.
 			if got.Stat.Version != 1 || got.Stat.Mzxid != rep.Zxid || got.Stat.DataLength != 1 {

@@ -60,11 +60,12 @@ func (tx *Txn) Apply(op jute.OpCode, req jute.Record) (jute.Record, error) {
 	return nil, jute.ErrUnimplemented
 }
 
-// multiResultType is the op type ZooKeeper reports for a multi sub-result:
-// the Java server rebuilds each op from its flags (MultiOperationRecord),
-// so create2 reports as create (path only), while container and TTL creates
-// get a CreateResult with a Stat, whose type is create2
-// (FinalRequestProcessor; OpResult.CreateResult(path, stat)).
+// multiResultType is the op type ZooKeeper 3.9 reports for a multi
+// sub-result (MultiOperationRecord and Op.Create.getOpcode): container and
+// TTL creates become createContainer/createTTL and every create other than
+// a plain create gets a CreateResult with a Stat, whose type is create2.
+// ZooKeeper 3.8 answered a create2 inside a multi as a plain create (path
+// only); zkraft follows 3.9.
 func multiResultType(op jute.OpCode, req jute.Record) jute.OpCode {
 	var flags int32
 	switch r := req.(type) {
@@ -75,8 +76,9 @@ func multiResultType(op jute.OpCode, req jute.Record) jute.OpCode {
 	default:
 		return op
 	}
-	switch flags {
-	case jute.FlagContainer, jute.FlagPersistentTTL, jute.FlagPersistentSequentialTTL:
+	switch {
+	case flags == jute.FlagContainer, flags == jute.FlagPersistentTTL, flags == jute.FlagPersistentSequentialTTL,
+		op == jute.OpCreate2:
 		return jute.OpCreate2
 	}
 	return jute.OpCreate

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -52,6 +53,18 @@ type Config struct {
 	ReadMode ReadMode
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
+	// SuperDigest is ZooKeeper's
+	// zookeeper.DigestAuthenticationProvider.superDigest ("super:<base64
+	// sha1>"): a client that authenticates with the matching digest
+	// credentials is the super user. Empty disables it.
+	SuperDigest string
+	// ContainerCheckInterval is how often the leader looks for empty
+	// containers and expired TTL nodes (znode.container.checkIntervalMs).
+	// Default 60s.
+	ContainerCheckInterval time.Duration
+	// EnforceQuota makes hard quota limits fail writes with QUOTAEXCEEDED
+	// (zookeeper.enforceQuota).
+	EnforceQuota bool
 	// FourLetterWords lists the enabled four-letter words; "*" enables all.
 	// Default: srvr only, as ZooKeeper.
 	FourLetterWords []string
@@ -97,6 +110,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MinSessionTimeout > c.MaxSessionTimeout {
 		return fmt.Errorf("server: minSessionTimeout %v above maxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.ContainerCheckInterval <= 0 {
+		c.ContainerCheckInterval = 60 * time.Second
+	}
+	if c.SuperDigest != "" && !strings.Contains(c.SuperDigest, ":") {
+		return fmt.Errorf("server: superDigest %q is not user:base64digest", c.SuperDigest)
 	}
 	if c.MaxBuffer <= 0 {
 		c.MaxBuffer = jute.DefaultMaxBuffer

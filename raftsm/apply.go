@@ -101,7 +101,7 @@ func (a *applier) request(c *Command) (*Reply, error) {
 		resp, err = tx.Multi(req.Ops)
 	} else {
 		req, ok := jute.NewRequest(c.Op)
-		if !ok || !znode.IsWrite(c.Op) {
+		if !ok || !(znode.IsWrite(c.Op) || c.Op == jute.OpDeleteContainer && c.Session == 0) {
 			return nil, ErrBadCommand
 		}
 		if uerr := jute.Unmarshal(c.Body, req); uerr != nil {

@@ -16,6 +16,7 @@ import (
 //	                          the children of P are the range 'n' P 0x00 ...
 //	'e' owner(8, BE) path     ephemeral index: the nodes a session owns
 //	's' session(8, BE)        a session: int32 timeout (ms)
+//	'c' path                  containers and TTL nodes, for the leader's sweep
 //	'm' name                  metadata: applied index, zxid
 //
 // Names never contain 0x00 or '/', so the node encoding is unambiguous.
@@ -24,6 +25,7 @@ const (
 	spaceEphemeral = 'e'
 	spaceSession   = 's'
 	spaceMeta      = 'm'
+	spaceSweep     = 'c'
 )
 
 var (
@@ -122,12 +124,39 @@ func (kv pebbleKV) Get(path string) (*znode.Node, error) {
 	return znode.DecodeNode(v)
 }
 
+func sweepKey(path string) []byte { return append([]byte{spaceSweep}, path...) }
+
+// Put stores a node, and indexes containers and TTL nodes for the sweep.
 func (kv pebbleKV) Put(path string, n *znode.Node) error {
+	switch znode.KindOf(n.EphemeralOwner) {
+	case znode.OwnerContainer, znode.OwnerTTL:
+		if err := kv.w.Set(sweepKey(path), nil, nil); err != nil {
+			return err
+		}
+	}
 	return kv.w.Set(nodeKey(path), marshal(n), nil)
 }
 
 func (kv pebbleKV) Delete(path string) error {
+	if err := kv.w.Delete(sweepKey(path), nil); err != nil {
+		return err
+	}
 	return kv.w.Delete(nodeKey(path), nil)
+}
+
+// sweepPaths lists the containers and TTL nodes in path order.
+func (kv pebbleKV) sweepPaths() ([]string, error) {
+	lo := []byte{spaceSweep}
+	it := kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	var out []string
+	for it.First(); it.Valid(); it.Next() {
+		out = append(out, string(it.Key()[1:]))
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return out, it.Close()
 }
 
 func (kv pebbleKV) Children(path string) ([]string, error) {

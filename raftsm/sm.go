@@ -247,6 +247,40 @@ func (v View) Session(id int64) (timeout int32, ok bool, err error) {
 	return int32(binary.BigEndian.Uint32(b)), true, nil
 }
 
+// SweepCandidates returns the containers that are empty and have had a
+// child, and the TTL nodes that are empty and whose mtime is more than
+// their TTL before now (ms): what ZooKeeper's ContainerManager deletes.
+func (v View) SweepCandidates(now int64, limit int) ([]string, error) {
+	paths, err := v.kv.sweepPaths()
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, p := range paths {
+		if len(out) >= limit {
+			break
+		}
+		n, err := v.kv.Get(p)
+		if err != nil {
+			return nil, err
+		}
+		if n == nil || n.NumChildren > 0 {
+			continue
+		}
+		switch znode.KindOf(n.EphemeralOwner) {
+		case znode.OwnerContainer:
+			if n.Cversion > 0 {
+				out = append(out, p)
+			}
+		case znode.OwnerTTL:
+			if now-n.Mtime > znode.TTLOf(n.EphemeralOwner) {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
+}
+
 // SessionInfo is a stored session.
 type SessionInfo struct {
 	ID      int64

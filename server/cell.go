@@ -143,6 +143,40 @@ func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// sweepLoop is ZooKeeper's ContainerManager: on the leader, every check
+// interval, it proposes the deletion of empty containers that have had a
+// child and of expired TTL nodes (op deleteContainer, session 0).
+func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	t := time.NewTicker(c.srv.cfg.ContainerCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !c.leader.Load() {
+			continue
+		}
+		now := time.Now().UnixMilli()
+		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			return v.SweepCandidates(now, maxSweepPerInterval)
+		}))
+		if err != nil {
+			c.srv.log.Warn("container sweep", "err", err)
+			continue
+		}
+		for _, p := range v.([]string) {
+			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindRequest, Op: jute.OpDeleteContainer, Time: now,
+				Body: jute.Marshal(&jute.DeleteContainerRequest{Path: p})})
+		}
+	}
+}
+
+// maxSweepPerInterval bounds the deletions one sweep proposes.
+const maxSweepPerInterval = 1000
+
 func hexIDs(ids []int64) []string {
 	out := make([]string, len(ids))
 	for i, id := range ids {

@@ -350,7 +350,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
 	case hdr.Type == jute.OpAuth:
 		var ids []jute.ID
-		ids, p.frame, p.closeAfter = authenticate(c.authIDs(), body)
+		ids, p.frame, p.closeAfter = authenticate(c.authIDs(), body, c.srv.cfg.SuperDigest)
 		c.setAuthIDs(ids)
 	case hdr.Type == jute.OpCloseSession:
 		c.closingSession.Store(true)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"strings"
 
 	"github.com/zkraft/zkraft/jute"
@@ -10,30 +11,25 @@ import (
 
 // authenticate handles an auth packet (xid -4): it returns the connection's
 // new ids, the reply, and whether to close the connection afterwards (on
-// AUTHFAILED, as ZooKeeper does).
-func authenticate(ids []jute.ID, body []byte) ([]jute.ID, []byte, bool) {
+// AUTHFAILED, as ZooKeeper does). A digest matching superDigest also makes
+// the connection the super user.
+func authenticate(ids []jute.ID, body []byte, superDigest string) ([]jute.ID, []byte, bool) {
 	pkt := new(jute.AuthPacket)
-	fail := func() ([]jute.ID, []byte, bool) {
+	if jute.Unmarshal(body, pkt) != nil || pkt.Scheme != "digest" || !strings.Contains(string(pkt.Auth), ":") {
 		return ids, replyFrame(jute.XidAuth, 0, jute.ErrAuthFailed, nil), true
 	}
-	if jute.Unmarshal(body, pkt) != nil {
-		return fail()
+	digest := znode.DigestID(string(pkt.Auth))
+	add := []jute.ID{{Scheme: "digest", ID: digest}}
+	if superDigest != "" && digest == superDigest {
+		add = append(add, jute.ID{Scheme: "super", ID: ""})
 	}
-	switch pkt.Scheme {
-	case "digest":
-		if !strings.Contains(string(pkt.Auth), ":") {
-			return fail()
+	out := append([]jute.ID(nil), ids...)
+	for _, id := range add {
+		if !slices.Contains(out, id) {
+			out = append(out, id)
 		}
-		id := jute.ID{Scheme: "digest", ID: znode.DigestID(string(pkt.Auth))}
-		for _, have := range ids {
-			if have == id {
-				return ids, replyFrame(jute.XidAuth, 0, jute.ErrOK, nil), false
-			}
-		}
-		ids = append(append([]jute.ID(nil), ids...), id)
-		return ids, replyFrame(jute.XidAuth, 0, jute.ErrOK, nil), false
 	}
-	return fail()
+	return out, replyFrame(jute.XidAuth, 0, jute.ErrOK, nil), false
 }
 
 // readOp builds the execution of a read request. A body that does not

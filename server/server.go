@@ -145,9 +145,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.ClientAddr, err)
 	}
 	s.ln = ln
-	s.wg.Add(2)
+	s.wg.Add(3)
 	go s.acceptLoop()
 	go c.sessionLoop(s.ctx, &s.wg)
+	go c.sweepLoop(s.ctx, &s.wg)
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", cfg.RaftAddr,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())

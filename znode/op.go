@@ -52,6 +52,8 @@ func (tx *Txn) Apply(op jute.OpCode, req jute.Record) (jute.Record, error) {
 		return &jute.SetACLResponse{Stat: n.Stat()}, nil
 	case *jute.CheckVersionRequest:
 		return nil, tx.Check(r.Path, r.Version)
+	case *jute.DeleteContainerRequest:
+		return nil, tx.DeleteContainer(r.Path)
 	case *jute.ReconfigRequest:
 		// reconfigEnabled is off, as in a default ZooKeeper; the cluster
 		// work brings reconfig itself.

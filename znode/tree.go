@@ -230,6 +230,43 @@ func (tx *Txn) remove(parentPath string, parent *Node, path string, n *Node) err
 	return nil
 }
 
+// DeleteContainer applies the server's deleteContainer (op 20) for an
+// empty container or an expired TTL node, with ZooKeeper's checks: NOTEMPTY
+// if children appeared, BADVERSION if the node is a session's ephemeral.
+// zkraft also re-checks, at the transaction's time, that a TTL node is still
+// expired (a setData may have renewed it since the leader looked), and that a
+// container has had a child; either failing is BADVERSION.
+func (tx *Txn) DeleteContainer(path string) error {
+	parentPath, ok := Parent(path)
+	if !ok || containsNUL(path) || IsSpecial(path) {
+		return jute.ErrBadArguments
+	}
+	n, err := tx.get(path)
+	if err != nil {
+		return err
+	}
+	if n.NumChildren > 0 {
+		return jute.ErrNotEmpty
+	}
+	switch KindOf(n.EphemeralOwner) {
+	case OwnerSession:
+		return jute.ErrBadVersion
+	case OwnerTTL:
+		if tx.Time-n.Mtime <= TTLOf(n.EphemeralOwner) {
+			return jute.ErrBadVersion
+		}
+	case OwnerContainer:
+		if n.Cversion == 0 {
+			return jute.ErrBadVersion
+		}
+	}
+	parent, err := tx.get(parentPath)
+	if err != nil {
+		return err
+	}
+	return tx.remove(parentPath, parent, path, n)
+}
+
 // SetData applies a setData.
 func (tx *Txn) SetData(path string, data []byte, version int32) (*Node, error) {
 	if err := ValidatePath(path); err != nil {

@@ -55,6 +55,9 @@ func serve(args []string) error {
 		maxBuffer  = fs.Int("jute-maxbuffer", 0xfffff, "largest request accepted, in bytes (ZooKeeper's jute.maxbuffer)")
 		readMode   = fs.String("read-mode", "linearizable", "linearizable or sequential (ZooKeeper's own consistency)")
 		extended   = fs.Bool("extended-types", false, "enable TTL nodes (zookeeper.extendedTypesEnabled)")
+		superDig   = fs.String("super-digest", "", "super user digest, user:base64(sha1(user:password)) (zookeeper.DigestAuthenticationProvider.superDigest)")
+		contCheck  = fs.Duration("container-check-interval", time.Minute, "how often empty containers and expired TTL nodes are removed (znode.container.checkIntervalMs)")
+		enforceQ   = fs.Bool("enforce-quota", false, "fail writes over hard quota limits with QUOTAEXCEEDED (zookeeper.enforceQuota)")
 		fourLW     = fs.String("4lw", "", "comma-separated four-letter words to enable, * for all (default srvr)")
 		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
 	)
@@ -103,6 +106,9 @@ func serve(args []string) error {
 	cfg.RaftAddr = *raftAddr
 	cfg.MaxBuffer = *maxBuffer
 	cfg.ExtendedTypes = *extended
+	cfg.SuperDigest = *superDig
+	cfg.ContainerCheckInterval = *contCheck
+	cfg.EnforceQuota = *enforceQ
 	if *fourLW != "" {
 		cfg.FourLetterWords = strings.Split(*fourLW, ",")
 	}

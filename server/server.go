@@ -111,7 +111,7 @@ func New(cfg Config) (*Server, error) {
 	ll.s.Store(s)
 	smCfg := raftsm.Config{
 		Dir:     filepath.Join(cfg.DataDir, "state"),
-		Options: znode.Options{ExtendedTypes: cfg.ExtendedTypes},
+		Options: znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
 		Sink:    c,
 	}
 	rc := dbconfig.Config{

@@ -25,6 +25,9 @@ type KV interface {
 type Options struct {
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
+	// EnforceQuota fails writes over hard quota limits
+	// (zookeeper.enforceQuota).
+	EnforceQuota bool
 }
 
 // Trigger is a watch event that a change causes. NodeCreated and
@@ -135,6 +138,9 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 	if KindOf(parent.EphemeralOwner) == OwnerSession {
 		return "", nil, jute.ErrNoChildrenForEphemerals
 	}
+	if err := tx.checkQuota(path, int64(len(data)), 1); err != nil {
+		return "", nil, err
+	}
 
 	var owner int64
 	switch {
@@ -165,6 +171,9 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 		if err := tx.KV.SetEphemeral(owner, path, true); err != nil {
 			return "", nil, err
 		}
+	}
+	if err := tx.quotaAfterCreate(parentPath, path, len(data)); err != nil {
+		return "", nil, err
 	}
 	tx.trigger(jute.EventNodeCreated, path, n.ACL)
 	tx.trigger(jute.EventNodeChildrenChanged, parentPath, p.ACL)
@@ -219,6 +228,13 @@ func (tx *Txn) remove(parentPath string, parent *Node, path string, n *Node) err
 	}
 	if err := tx.KV.Delete(path); err != nil {
 		return err
+	}
+	if prefix, err := tx.quotaPrefix(path); err != nil {
+		return err
+	} else if prefix != "" {
+		if err := tx.updateQuotaStat(prefix, -int64(len(n.Data)), -1); err != nil {
+			return err
+		}
 	}
 	if KindOf(n.EphemeralOwner) == OwnerSession {
 		if err := tx.KV.SetEphemeral(n.EphemeralOwner, path, false); err != nil {
@@ -279,6 +295,10 @@ func (tx *Txn) SetData(path string, data []byte, version int32) (*Node, error) {
 	if err := CheckACL(n.ACL, jute.PermWrite, tx.Auth); err != nil {
 		return nil, err
 	}
+	bytesDiff := int64(len(data)) - int64(len(n.Data))
+	if err := tx.checkQuota(path, bytesDiff, 0); err != nil {
+		return nil, err
+	}
 	if err := checkVersion(version, n.Version); err != nil {
 		return nil, err
 	}
@@ -289,6 +309,13 @@ func (tx *Txn) SetData(path string, data []byte, version int32) (*Node, error) {
 	c.Mtime = tx.Time
 	if err := tx.KV.Put(path, c); err != nil {
 		return nil, err
+	}
+	if prefix, err := tx.quotaPrefix(path); err != nil {
+		return nil, err
+	} else if prefix != "" {
+		if err := tx.updateQuotaStat(prefix, bytesDiff, 0); err != nil {
+			return nil, err
+		}
 	}
 	tx.trigger(jute.EventNodeDataChanged, path, c.ACL)
 	return c, nil

@@ -3,6 +3,7 @@ package raftsm
 import (
 	"encoding/binary"
 	"errors"
+	"fmt"
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
@@ -26,6 +27,11 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 	case KindCreateSession:
 		return a.createSession(c)
 	case KindCloseSession:
+		if owner, err := a.owner(c.Session); err != nil {
+			return nil, err
+		} else if owner != 0 && c.Owner != 0 && owner != c.Owner {
+			return &Reply{Err: jute.ErrSessionMoved, Zxid: a.zxid}, nil
+		}
 		return a.closeSession(c.Session, c.Time)
 	case KindExpireSessions:
 		last := &Reply{Zxid: a.zxid}
@@ -37,6 +43,10 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 			last = r
 		}
 		return last, nil
+	case KindAttach:
+		return a.attach(c)
+	case KindSetConfig:
+		return a.setConfig(c)
 	case KindKeepAlive:
 		live := make([]int64, 0, len(c.Sessions))
 		for _, id := range c.Sessions {
@@ -87,6 +97,14 @@ func (a *applier) request(c *Command) (*Reply, error) {
 		}
 		if !ok {
 			return &Reply{Err: jute.ErrSessionExpired, Zxid: zxid}, nil
+		}
+		owner, err := a.owner(c.Session)
+		if err != nil {
+			return nil, err
+		}
+		if owner != 0 && c.Owner != 0 && owner != c.Owner {
+			// The session re-attached elsewhere since this was sent.
+			return &Reply{Err: jute.ErrSessionMoved, Zxid: zxid}, nil
 		}
 	}
 	ov := znode.NewOverlay(a.kv)
@@ -142,6 +160,9 @@ func (a *applier) createSession(c *Command) (*Reply, error) {
 	if err := a.kv.w.Set(sessionKey(c.Session), v[:], nil); err != nil {
 		return nil, err
 	}
+	if err := a.setOwner(c.Session, c.Owner); err != nil {
+		return nil, err
+	}
 	a.events = append(a.events, Event{Kind: EventSessionCreated, Zxid: zxid, Session: c.Session, Timeout: c.Timeout})
 	return &Reply{Zxid: zxid}, nil
 }
@@ -163,7 +184,67 @@ func (a *applier) closeSession(id int64, time int64) (*Reply, error) {
 	if err := a.kv.w.Delete(sessionKey(id), nil); err != nil {
 		return nil, err
 	}
+	if err := a.kv.w.Delete(ownerKey(id), nil); err != nil {
+		return nil, err
+	}
 	a.triggers(zxid, tx.Triggers)
 	a.events = append(a.events, Event{Kind: EventSessionClosed, Zxid: zxid, Session: id})
+	return &Reply{Zxid: zxid}, nil
+}
+
+func (a *applier) owner(id int64) (uint64, error) {
+	v, err := getValue(a.kv.r, ownerKey(id))
+	if err != nil || len(v) != 8 {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(v), nil
+}
+
+func (a *applier) setOwner(id int64, owner uint64) error {
+	if owner == 0 {
+		return a.kv.w.Delete(ownerKey(id), nil)
+	}
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], owner)
+	return a.kv.w.Set(ownerKey(id), v[:], nil)
+}
+
+// attach records the connection that now holds a session. It consumes no
+// zxid: like a keep-alive it changes no part of the tree.
+func (a *applier) attach(c *Command) (*Reply, error) {
+	ok, err := a.sessionExists(c.Session)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return &Reply{Err: jute.ErrSessionExpired, Zxid: a.zxid}, nil
+	}
+	if err := a.setOwner(c.Session, c.Owner); err != nil {
+		return nil, err
+	}
+	a.events = append(a.events, Event{Kind: EventSessionAttached, Zxid: a.zxid, Session: c.Session, Owner: c.Owner})
+	return &Reply{Zxid: a.zxid}, nil
+}
+
+// setConfig writes the ensemble's configuration into /zookeeper/config as a
+// transaction of its own, as ZooKeeper's reconfig does.
+func (a *applier) setConfig(c *Command) (*Reply, error) {
+	zxid := a.next()
+	n, err := a.kv.Get(znode.ConfigPath)
+	if err != nil {
+		return nil, err
+	}
+	if n == nil {
+		return nil, fmt.Errorf("raftsm: %s missing", znode.ConfigPath)
+	}
+	u := n.Clone()
+	u.Data = append([]byte{}, c.Body...)
+	u.Version++
+	u.Mzxid = zxid
+	u.Mtime = c.Time
+	if err := a.kv.Put(znode.ConfigPath, u); err != nil {
+		return nil, err
+	}
+	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL}})
 	return &Reply{Zxid: zxid}, nil
 }

@@ -22,7 +22,16 @@ const (
 	// KindKeepAlive reports Sessions heard from by a member since its last
 	// batch. It changes no state and consumes no zxid.
 	KindKeepAlive Kind = 5
+	// KindAttach records that Session is now held by the connection Owner
+	// (a client re-attached, possibly on another member). Writes from any
+	// other connection of the session then fail with SESSIONMOVED.
+	KindAttach Kind = 6
+	// KindSetConfig sets the data of /zookeeper/config to Body.
+	KindSetConfig Kind = 7
 )
+
+// lastKind is the highest Kind; DecodeCommand refuses anything above.
+const lastKind = KindSetConfig
 
 func (k Kind) String() string {
 	switch k {
@@ -36,6 +45,10 @@ func (k Kind) String() string {
 		return "expireSessions"
 	case KindKeepAlive:
 		return "keepAlive"
+	case KindAttach:
+		return "attach"
+	case KindSetConfig:
+		return "setConfig"
 	}
 	return fmt.Sprintf("Kind(%d)", int32(k))
 }
@@ -53,6 +66,10 @@ type Command struct {
 	Timeout  int32
 	Sessions []int64
 	Body     []byte
+	// Owner identifies the client connection that sent a request or holds
+	// a session: the member's replica id in the top 16 bits and a
+	// member-local connection number below. 0 means the server itself.
+	Owner uint64
 }
 
 // Encode writes c.
@@ -73,6 +90,7 @@ func (c *Command) Encode(w *jute.Writer) {
 		w.Long(s)
 	}
 	w.Buffer(c.Body)
+	w.Long(int64(c.Owner))
 }
 
 // Decode reads c; errors are left in r.
@@ -108,6 +126,7 @@ func (c *Command) Decode(r *jute.Reader) {
 		c.Sessions = append(c.Sessions, r.Long())
 	}
 	c.Body = r.Buffer()
+	c.Owner = uint64(r.Long())
 }
 
 var _ jute.Record = (*Command)(nil)
@@ -121,7 +140,7 @@ func DecodeCommand(b []byte) (*Command, error) {
 	if err := jute.Unmarshal(b, c); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
-	if c.Kind < KindRequest || c.Kind > KindKeepAlive {
+	if c.Kind < KindRequest || c.Kind > lastKind {
 		return nil, fmt.Errorf("%w: kind %d", ErrBadCommand, c.Kind)
 	}
 	return c, nil

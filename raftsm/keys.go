@@ -16,6 +16,7 @@ import (
 //	                          the children of P are the range 'n' P 0x00 ...
 //	'e' owner(8, BE) path     ephemeral index: the nodes a session owns
 //	's' session(8, BE)        a session: int32 timeout (ms)
+//	'o' session(8, BE)        the connection holding a session: uint64 owner
 //	'c' path                  containers and TTL nodes, for the leader's sweep
 //	'm' name                  metadata: applied index, zxid
 //
@@ -26,6 +27,7 @@ const (
 	spaceSession   = 's'
 	spaceMeta      = 'm'
 	spaceSweep     = 'c'
+	spaceOwner     = 'o'
 )
 
 var (
@@ -68,6 +70,12 @@ func sessionKey(id int64) []byte {
 	k := make([]byte, 9)
 	k[0] = spaceSession
 	binary.BigEndian.PutUint64(k[1:], uint64(id))
+	return k
+}
+
+func ownerKey(id int64) []byte {
+	k := sessionKey(id)
+	k[0] = spaceOwner
 	return k
 }
 

@@ -26,6 +26,8 @@ const (
 	EventSessionClosed
 	// EventKeepAlive: Sessions were heard from by some member.
 	EventKeepAlive
+	// EventSessionAttached: Session is now held by the connection Owner.
+	EventSessionAttached
 )
 
 // Event is what applying a command tells the member that hosts the replica.
@@ -38,6 +40,7 @@ type Event struct {
 	Session  int64
 	Timeout  int32
 	Sessions []int64
+	Owner    uint64
 }
 
 // EventSink receives the events of each Update, in log order, after the

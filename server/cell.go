@@ -23,8 +23,9 @@ type cell struct {
 	shardID   uint64
 	replicaID uint64
 
-	zxid    atomic.Int64 // last zxid applied on this member
-	leader  atomic.Bool
+	zxid     atomic.Int64  // last zxid applied on this member
+	leader   atomic.Bool   // this member leads the shard
+	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
 	ids     *session.IDGenerator
 	alive   session.KeepAlives
 	tracker *session.Tracker
@@ -76,38 +77,68 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			}
 		case raftsm.EventKeepAlive:
 			c.tracker.Touch(ev.Sessions...)
+		case raftsm.EventSessionAttached:
+			// The session moved to another connection, here or on another
+			// member: the connection that held it here is closed, as
+			// ZooKeeper closes a moved session's old connection.
+			c.tracker.Touch(ev.Session)
+			c.mu.Lock()
+			old := c.mu.owners[ev.Session]
+			if old != nil && old.owner != ev.Owner {
+				delete(c.mu.owners, ev.Session)
+			} else {
+				old = nil
+			}
+			c.mu.Unlock()
+			if old != nil {
+				old.closeAfterFlush()
+			}
 		}
 	}
 }
 
 func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
+	prev := c.leaderID.Swap(info.LeaderID)
 	was := c.leader.Load()
 	now := info.LeaderID == c.replicaID
 	c.leader.Store(now)
+	log := c.srv.log
+	if prev != info.LeaderID {
+		log.Info("leader changed", "shard", c.shardID, "leader", info.LeaderID, "previous", prev, "term", info.Term)
+	}
 	if now && !was {
-		// A new leader gives every session a full timeout before expiring any.
-		c.tracker.ExtendAll()
-		c.srv.log.Info("became leader", "shard", c.shardID, "term", info.Term)
-	} else if was && !now {
-		c.srv.log.Info("lost leadership", "shard", c.shardID, "leader", info.LeaderID, "term", info.Term)
+		// A new leader gives every session a full timeout before expiring
+		// any: it reloads them from the state machine and extends them.
+		go c.reloadSessions()
+	}
+	if info.LeaderID == 0 && prev != 0 {
+		// Like a ZooKeeper follower that lost its leader, stop serving:
+		// clients reconnect, to another member if this one is cut off.
+		go c.srv.closeClients(c)
 	}
 }
 
-// loadSessions feeds the tracker with the sessions already stored, each
-// with a full timeout from now, as ZooKeeper does after a restart.
-func (c *cell) loadSessions() error {
+// reloadSessions gives the tracker every stored session with a full
+// timeout from now, then extends the sessions it already had.
+func (c *cell) reloadSessions() {
 	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-		c.zxid.Store(v.Zxid())
 		return v.Sessions()
 	}))
 	if err != nil {
-		return fmt.Errorf("server: load sessions: %w", err)
+		c.srv.log.Warn("reload sessions", "shard", c.shardID, "err", err)
+		c.tracker.ExtendAll()
+		return
 	}
-	for _, s := range v.([]raftsm.SessionInfo) {
+	sessions := v.([]raftsm.SessionInfo)
+	for _, s := range sessions {
 		c.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond)
 	}
-	return nil
+	c.tracker.ExtendAll()
+	c.srv.log.Info("leading: sessions extended by a full timeout", "shard", c.shardID, "sessions", len(sessions))
 }
+
+// serving reports whether the cell knows a leader, i.e. can serve clients.
+func (c *cell) serving() bool { return c.leaderID.Load() != 0 }
 
 // sessionLoop proposes keep-alive batches and, on the leader, expiries.
 func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {

@@ -22,6 +22,21 @@ const (
 	ReadSequential
 )
 
+// Member is one member of an ensemble, as a zoo.cfg server.N line gives it.
+type Member struct {
+	// ID is ZooKeeper's myid and the member's Raft replica id (1..254).
+	ID uint64
+	// RaftAddr is host:peerPort, where Raft traffic goes.
+	RaftAddr string
+	// ElectionAddr is host:electionPort; zkraft does not use it but keeps
+	// it for /zookeeper/config.
+	ElectionAddr string
+	// ClientAddr is the address clients reach this member on.
+	ClientAddr string
+	// Observer marks a non-voting member.
+	Observer bool
+}
+
 // Config configures a member. The zero value of each field is documented;
 // call Validate (New does) to apply defaults.
 type Config struct {
@@ -34,6 +49,10 @@ type Config struct {
 	LogDir string
 	// RaftAddr is this member's Raft address. Default 127.0.0.1:2888.
 	RaftAddr string
+	// Members lists the ensemble. Empty means standalone: this member
+	// alone, with RaftAddr. Otherwise it must contain ReplicaID, whose
+	// RaftAddr is used.
+	Members []Member
 	// ShardID is the Raft shard that holds the namespace. Default 1.
 	ShardID uint64
 	// ReplicaID is this member's replica id in the shard (ZooKeeper's
@@ -98,6 +117,44 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaID > 254 {
 		return fmt.Errorf("server: replica id %d above 254", c.ReplicaID)
+	}
+	if len(c.Members) > 0 {
+		seen := map[uint64]bool{}
+		addrs := map[string]uint64{}
+		var self *Member
+		for i := range c.Members {
+			m := &c.Members[i]
+			if m.ID == 0 || m.ID > 254 {
+				return fmt.Errorf("server: member id %d out of range 1..254", m.ID)
+			}
+			if seen[m.ID] {
+				return fmt.Errorf("server: member id %d listed twice", m.ID)
+			}
+			seen[m.ID] = true
+			if m.RaftAddr == "" {
+				return fmt.Errorf("server: member %d has no peer address", m.ID)
+			}
+			if other, dup := addrs[m.RaftAddr]; dup {
+				return fmt.Errorf("server: members %d and %d share peer address %s", other, m.ID, m.RaftAddr)
+			}
+			addrs[m.RaftAddr] = m.ID
+			if m.ID == c.ReplicaID {
+				self = m
+			}
+		}
+		if self == nil {
+			return fmt.Errorf("server: myid %d is not among the configured members", c.ReplicaID)
+		}
+		c.RaftAddr = self.RaftAddr
+		voters := 0
+		for _, m := range c.Members {
+			if !m.Observer {
+				voters++
+			}
+		}
+		if voters == 0 {
+			return errors.New("server: no voting member configured")
+		}
 	}
 	if c.TickTime <= 0 {
 		c.TickTime = 2 * time.Second

@@ -45,6 +45,9 @@ type conn struct {
 	ip   string
 	log  *slog.Logger
 
+	// owner names this connection in the log (raftsm.Command.Owner).
+	owner uint64
+
 	// Set by the handshake, read-only afterwards.
 	sessionID int64
 	timeout   time.Duration
@@ -89,6 +92,7 @@ type result struct {
 
 func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 	c := &conn{
+		owner:    s.cfg.ReplicaID<<48 | s.connSeq.Add(1)&(1<<48-1),
 		srv:      s,
 		cell:     cl,
 		nc:       nc,
@@ -217,6 +221,11 @@ func (c *conn) handshake() (bool, error) {
 	if err != nil {
 		return false, err
 	}
+	if !c.cell.serving() {
+		// No leader known: like a ZooKeeper server that is not serving,
+		// close; the client tries another member.
+		return false, nil
+	}
 	req := new(jute.ConnectRequest)
 	if err := jute.Unmarshal(body, req); err != nil {
 		return false, err
@@ -245,7 +254,7 @@ func (c *conn) handshake() (bool, error) {
 		// ZooKeeper closes the session's current connection before it
 		// checks the password (CLIENT_RECONNECT).
 		c.cell.detachAndClose(req.SessionID)
-		ok, err := c.sessionValid(req.SessionID, req.Passwd)
+		ok, err := c.reattach(req.SessionID, req.Passwd)
 		if err != nil {
 			return false, err
 		}
@@ -270,7 +279,7 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 	for range 3 {
 		id := c.cell.ids.Next()
 		rep, err := c.cell.proposeWait(&raftsm.Command{
-			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Time: time.Now().UnixMilli(),
+			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Owner: c.owner, Time: time.Now().UnixMilli(),
 		})
 		if err != nil {
 			return 0, err
@@ -282,18 +291,20 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 	return 0, errors.New("server: could not allocate a session id")
 }
 
-func (c *conn) sessionValid(id int64, passwd []byte) (bool, error) {
+// reattach checks a reconnecting client's password and records, through
+// the log, that this connection now holds the session; any other
+// connection that held it, on any member, is closed when that applies.
+func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 	if !session.CheckPassword(id, passwd) {
 		return false, nil
 	}
-	v, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-		_, ok, err := v.Session(id)
-		return ok, err
-	}), true)
+	rep, err := c.cell.proposeWait(&raftsm.Command{
+		Kind: raftsm.KindAttach, Session: id, Owner: c.owner, Time: time.Now().UnixMilli(),
+	})
 	if err != nil {
 		return false, err
 	}
-	return v.(bool), nil
+	return rep.Err == jute.ErrOK, nil
 }
 
 // readLoop reads requests until the connection ends.
@@ -354,10 +365,10 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		c.setAuthIDs(ids)
 	case hdr.Type == jute.OpCloseSession:
 		c.closingSession.Store(true)
-		return c.propose(p, &raftsm.Command{Kind: raftsm.KindCloseSession, Session: c.sessionID, Time: time.Now().UnixMilli()}, true)
+		return c.propose(p, &raftsm.Command{Kind: raftsm.KindCloseSession, Session: c.sessionID, Owner: c.owner, Time: time.Now().UnixMilli()}, true)
 	case hdr.Type == jute.OpMulti || znode.IsWrite(hdr.Type):
 		cmd := &raftsm.Command{Kind: raftsm.KindRequest, Session: c.sessionID, Time: time.Now().UnixMilli(),
-			Op: hdr.Type, Auth: c.authIDs(), Body: body}
+			Op: hdr.Type, Auth: c.authIDs(), Body: body, Owner: c.owner}
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil

@@ -51,10 +51,6 @@ func (c *conn) fourLetterWord(w string) {
 	c.closeAfterFlush()
 }
 
-func (s *Server) mode() string {
-	return "standalone"
-}
-
 func (s *Server) nodeCount() int {
 	v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
 		return znode.Reader{KV: v.Tree(), Auth: superAuth}.CountDescendants("/")

@@ -34,6 +34,7 @@ type Server struct {
 
 	started time.Time
 	stats   stats
+	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -76,7 +77,7 @@ func New(cfg Config) (*Server, error) {
 			dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
 		}
 	})
-	s := &Server{cfg: cfg, log: cfg.Logger, started: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -125,18 +126,36 @@ func New(cfg Config) (*Server, error) {
 		CompactionOverhead: 20000,
 		MaxInMemLogSize:    256 << 20,
 	}
-	members := map[uint64]dragonboat.Target{cfg.ReplicaID: cfg.RaftAddr}
-	if err := nh.StartOnDiskReplica(members, false, raftsm.NewFactory(smCfg), rc); err != nil {
+	members := map[uint64]dragonboat.Target{}
+	join := false
+	if len(cfg.Members) == 0 {
+		members[cfg.ReplicaID] = cfg.RaftAddr
+	} else {
+		for _, m := range cfg.Members {
+			if !m.Observer {
+				members[m.ID] = m.RaftAddr
+			}
+		}
+		if s.self().Observer {
+			// An observer is a non-voting replica: the leader adds it
+			// (see reconcileMembers) and it joins with no initial members.
+			rc.IsNonVoting = true
+			join = true
+			members = map[uint64]dragonboat.Target{}
+		}
+	}
+	if err := nh.StartOnDiskReplica(members, join, raftsm.NewFactory(smCfg), rc); err != nil {
 		nh.Close()
 		return nil, fmt.Errorf("server: start shard %d: %w", cfg.ShardID, err)
 	}
-	if err := s.waitReady(30 * time.Second); err != nil {
-		nh.Close()
-		return nil, err
-	}
-	if err := c.loadSessions(); err != nil {
-		nh.Close()
-		return nil, err
+	if s.standalone() {
+		// Standalone: serve once the single replica leads, as ZooKeeper
+		// serves once its database is loaded. A member of an ensemble
+		// listens at once and refuses clients until a leader is known.
+		if err := s.waitReady(30 * time.Second); err != nil {
+			nh.Close()
+			return nil, err
+		}
 	}
 
 	ln, err := net.Listen("tcp", cfg.ClientAddr)
@@ -145,10 +164,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.ClientAddr, err)
 	}
 	s.ln = ln
-	s.wg.Add(3)
+	s.wg.Add(4)
 	go s.acceptLoop()
 	go c.sessionLoop(s.ctx, &s.wg)
 	go c.sweepLoop(s.ctx, &s.wg)
+	go c.membershipLoop(s.ctx, &s.wg)
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", cfg.RaftAddr,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
@@ -165,6 +185,36 @@ func (s *Server) waitReady(limit time.Duration) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	return fmt.Errorf("server: shard %d has no leader after %v", s.cfg.ShardID, limit)
+}
+
+func (s *Server) standalone() bool { return len(s.cfg.Members) == 0 }
+
+// self is this member's entry in Members (ensemble mode only).
+func (s *Server) self() Member {
+	for _, m := range s.cfg.Members {
+		if m.ID == s.cfg.ReplicaID {
+			return m
+		}
+	}
+	return Member{ID: s.cfg.ReplicaID, RaftAddr: s.cfg.RaftAddr, ClientAddr: s.cfg.ClientAddr}
+}
+
+// closeClients closes every client connection of a cell (it lost its leader).
+func (s *Server) closeClients(c *cell) {
+	s.mu.Lock()
+	var conns []*conn
+	for cn := range s.mu.conns {
+		if cn.cell == c {
+			conns = append(conns, cn)
+		}
+	}
+	s.mu.Unlock()
+	if len(conns) > 0 {
+		s.log.Info("no leader: closing client connections", "shard", c.shardID, "connections", len(conns))
+	}
+	for _, cn := range conns {
+		cn.close()
+	}
 }
 
 // Addr is the client listener's address.

@@ -60,6 +60,7 @@ func serve(args []string) error {
 		enforceQ   = fs.Bool("enforce-quota", false, "fail writes over hard quota limits with QUOTAEXCEEDED (zookeeper.enforceQuota)")
 		fourLW     = fs.String("4lw", "", "comma-separated four-letter words to enable, * for all (default srvr)")
 		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
+		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -104,6 +105,19 @@ func serve(args []string) error {
 		cfg.DataDir = *dataDir
 	}
 	cfg.RaftAddr = *raftAddr
+	if len(cfg.Members) > 0 {
+		if *myID != 0 {
+			cfg.ReplicaID = *myID
+		} else {
+			id, err := readMyID(cfg.DataDir)
+			if err != nil {
+				return fmt.Errorf("the config lists an ensemble, so this member needs its id: %w", err)
+			}
+			cfg.ReplicaID = id
+		}
+	} else if *myID != 0 {
+		cfg.ReplicaID = *myID
+	}
 	cfg.MaxBuffer = *maxBuffer
 	cfg.ExtendedTypes = *extended
 	cfg.SuperDigest = *superDig

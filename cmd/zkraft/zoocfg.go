@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
+	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -96,13 +99,87 @@ func applyZooCfg(r io.Reader, cfg *server.Config) (ignored []string, err error) 
 			}
 		}
 	}
+	if err := applyServerLines(props, cfg); err != nil {
+		return nil, err
+	}
 	used := map[string]bool{"tickTime": true, "minSessionTimeout": true, "maxSessionTimeout": true,
 		"clientPort": true, "clientPortAddress": true, "dataDir": true, "dataLogDir": true,
 		"maxClientCnxns": true, "4lw.commands.whitelist": true}
 	for k := range props {
-		if !used[k] {
+		if !used[k] && !strings.HasPrefix(k, "server.") {
 			ignored = append(ignored, k)
 		}
 	}
 	return ignored, nil
+}
+
+// applyServerLines reads the ensemble from server.N lines:
+//
+//	server.N=host:peerPort:electionPort[:participant|observer][;[clientHost:]clientPort]
+//
+// A member without a client address uses clientPortAddress:clientPort.
+// The member's own id (myid) is read separately from dataDir/myid.
+func applyServerLines(props map[string]string, cfg *server.Config) error {
+	for k, v := range props {
+		idStr, ok := strings.CutPrefix(k, "server.")
+		if !ok {
+			continue
+		}
+		id, err := strconv.ParseUint(idStr, 10, 64)
+		if err != nil || id == 0 || id > 254 {
+			return fmt.Errorf("zoo.cfg: %s: server id must be 1..254", k)
+		}
+		addrPart, clientPart, hasClient := strings.Cut(v, ";")
+		fields := strings.Split(addrPart, ":")
+		if len(fields) < 3 || len(fields) > 4 {
+			return fmt.Errorf("zoo.cfg: %s=%q: want host:peerPort:electionPort[:role]", k, v)
+		}
+		host := fields[0]
+		for _, p := range fields[1:3] {
+			if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
+				return fmt.Errorf("zoo.cfg: %s=%q: bad port %q", k, v, p)
+			}
+		}
+		m := server.Member{
+			ID:           id,
+			RaftAddr:     net.JoinHostPort(host, fields[1]),
+			ElectionAddr: net.JoinHostPort(host, fields[2]),
+			ClientAddr:   cfg.ClientAddr,
+		}
+		if len(fields) == 4 {
+			switch fields[3] {
+			case "participant":
+			case "observer":
+				m.Observer = true
+			default:
+				return fmt.Errorf("zoo.cfg: %s=%q: role must be participant or observer", k, v)
+			}
+		}
+		if hasClient {
+			ch, cp, found := strings.Cut(clientPart, ":")
+			if !found {
+				ch, cp = "0.0.0.0", clientPart
+			}
+			if n, err := strconv.Atoi(cp); err != nil || n <= 0 || n > 65535 {
+				return fmt.Errorf("zoo.cfg: %s=%q: bad client port", k, v)
+			}
+			m.ClientAddr = net.JoinHostPort(ch, cp)
+		}
+		cfg.Members = append(cfg.Members, m)
+	}
+	sort.Slice(cfg.Members, func(i, j int) bool { return cfg.Members[i].ID < cfg.Members[j].ID })
+	return nil
+}
+
+// readMyID reads ZooKeeper's dataDir/myid.
+func readMyID(dataDir string) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join(dataDir, "myid"))
+	if err != nil {
+		return 0, err
+	}
+	id, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil || id == 0 || id > 254 {
+		return 0, fmt.Errorf("%s/myid: %q is not a server id 1..254", dataDir, strings.TrimSpace(string(b)))
+	}
+	return id, nil
 }

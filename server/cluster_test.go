@@ -1,0 +1,273 @@
+package server
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+)
+
+// testCluster is an ensemble of members in this process, each with its own
+// NodeHost, data directory and ports on 127.0.0.1.
+type testCluster struct {
+	t       *testing.T
+	members []Member
+	dirs    []string
+	mu      sync.Mutex
+	servers map[uint64]*Server
+}
+
+func freeAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+func testLogger(t *testing.T, id uint64) *slog.Logger {
+	if os.Getenv("ZKRAFT_TEST_LOG") != "" {
+		return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("test", t.Name())
+	}
+	return slog.New(slog.NewTextHandler(io.Discard, nil))
+}
+
+func newTestCluster(t *testing.T, n int) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, servers: map[uint64]*Server{}}
+	base := t.TempDir()
+	for i := 1; i <= n; i++ {
+		tc.members = append(tc.members, Member{
+			ID: uint64(i), RaftAddr: freeAddr(t), ElectionAddr: freeAddr(t), ClientAddr: freeAddr(t),
+		})
+		tc.dirs = append(tc.dirs, filepath.Join(base, fmt.Sprint(i)))
+	}
+	var wg sync.WaitGroup
+	for _, m := range tc.members {
+		wg.Add(1)
+		go func(id uint64) {
+			defer wg.Done()
+			tc.start(id)
+		}(m.ID)
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, s := range tc.servers {
+			s.Close()
+		}
+	})
+	tc.waitLeader(20 * time.Second)
+	return tc
+}
+
+func (tc *testCluster) start(id uint64) {
+	m := tc.members[id-1]
+	s, err := New(Config{
+		ClientAddr: m.ClientAddr,
+		DataDir:    tc.dirs[id-1],
+		ReplicaID:  id,
+		Members:    tc.members,
+		TickTime:   500 * time.Millisecond,
+		Logger:     testLogger(tc.t, id),
+	})
+	if err != nil {
+		tc.t.Errorf("start member %d: %v", id, err)
+		return
+	}
+	tc.mu.Lock()
+	tc.servers[id] = s
+	tc.mu.Unlock()
+}
+
+func (tc *testCluster) stop(id uint64) {
+	tc.mu.Lock()
+	s := tc.servers[id]
+	delete(tc.servers, id)
+	tc.mu.Unlock()
+	if s != nil {
+		s.Close()
+	}
+}
+
+// waitLeader waits until every running member knows the same leader.
+func (tc *testCluster) waitLeader(limit time.Duration) uint64 {
+	tc.t.Helper()
+	deadline := time.Now().Add(limit)
+	for time.Now().Before(deadline) {
+		tc.mu.Lock()
+		var leader uint64
+		agree := len(tc.servers) > 0
+		for _, s := range tc.servers {
+			id := s.cell.leaderID.Load()
+			if id == 0 || (leader != 0 && id != leader) {
+				agree = false
+			}
+			leader = id
+		}
+		_, alive := tc.servers[leader]
+		tc.mu.Unlock()
+		if agree && alive {
+			return leader
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	tc.t.Fatalf("no agreed leader within %v", limit)
+	return 0
+}
+
+func (tc *testCluster) connect(ids ...uint64) (*zk.Conn, <-chan zk.Event) {
+	tc.t.Helper()
+	var addrs []string
+	for _, id := range ids {
+		addrs = append(addrs, tc.members[id-1].ClientAddr)
+	}
+	c, ev, err := zk.Connect(addrs, 4*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		tc.t.Fatal(err)
+	}
+	tc.t.Cleanup(c.Close)
+	deadline := time.After(15 * time.Second)
+	for c.State() != zk.StateHasSession {
+		select {
+		case <-ev:
+		case <-deadline:
+			tc.t.Fatalf("no session with %v", addrs)
+		}
+	}
+	return c, ev
+}
+
+func TestClusterReplicatesAndServesOnEveryMember(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	c1, _ := tc.connect(1)
+	c2, _ := tc.connect(2)
+	c3, _ := tc.connect(3)
+	if _, err := c1.Create("/x", []byte("one"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// Linearizable reads: every member sees the write at once.
+	for i, c := range []*zk.Conn{c2, c3} {
+		data, st, err := c.Get("/x")
+		if err != nil || string(data) != "one" {
+			t.Fatalf("member %d: get /x = %q, %v", i+2, data, err)
+		}
+		if st.Czxid == 0 {
+			t.Fatalf("member %d: czxid 0", i+2)
+		}
+	}
+	// A watch set on one member fires for a write on another.
+	_, _, w, err := c3.GetW("/x")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c2.Set("/x", []byte("two"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case ev := <-w:
+		if ev.Type != zk.EventNodeDataChanged || ev.Path != "/x" {
+			t.Fatalf("event %+v", ev)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("no watch event on member 3 for a write through member 2")
+	}
+	// /zookeeper/config lists the ensemble in ZooKeeper's format.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		data, _, err := c1.Get("/zookeeper/config")
+		if err == nil && len(data) > 0 {
+			want := renderConfig(tc.members)
+			if string(data) != want {
+				t.Fatalf("/zookeeper/config = %q, want %q", data, want)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/zookeeper/config still empty: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// TestClusterLeaderFailoverKeepsSessions kills the leader: clients of the
+// other members keep their sessions and ephemerals, the killed member's
+// client moves to another member with its session, and no acknowledged
+// write is lost.
+func TestClusterLeaderFailoverKeepsSessions(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	var others []uint64
+	for id := uint64(1); id <= 3; id++ {
+		if id != leader {
+			others = append(others, id)
+		}
+	}
+	// One client on the leader (it can move to the others), one on a follower.
+	onLeader, _ := tc.connect(append([]uint64{leader}, others...)...)
+	onFollower, _ := tc.connect(others[0])
+	sidLeader, sidFollower := onLeader.SessionID(), onFollower.SessionID()
+	for _, c := range []*zk.Conn{onLeader, onFollower} {
+		if _, err := c.Create(fmt.Sprintf("/e-%x", c.SessionID()), nil, zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var acked []string
+	for i := 0; i < 50; i++ {
+		p := fmt.Sprintf("/w-%d", i)
+		if _, err := onFollower.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+		acked = append(acked, p)
+	}
+
+	killed := time.Now()
+	tc.stop(leader)
+	newLeader := tc.waitLeader(20 * time.Second)
+	t.Logf("leader %d stopped; member %d leads after %v", leader, newLeader, time.Since(killed).Round(time.Millisecond))
+
+	// Writes resume through the follower's client.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		_, err := onFollower.Create("/after", nil, 0, zk.WorldACL(zk.PermAll))
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("writes did not resume: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("writes resumed %v after the leader stopped", time.Since(killed).Round(time.Millisecond))
+	// Wait longer than the session timeout: healthy sessions must survive.
+	time.Sleep(6 * time.Second)
+	for _, c := range []*zk.Conn{onLeader, onFollower} {
+		if c.State() != zk.StateHasSession {
+			t.Fatalf("session 0x%x state %v", c.SessionID(), c.State())
+		}
+	}
+	if onLeader.SessionID() != sidLeader || onFollower.SessionID() != sidFollower {
+		t.Fatalf("sessions changed: %x/%x -> %x/%x", sidLeader, sidFollower, onLeader.SessionID(), onFollower.SessionID())
+	}
+	for _, sid := range []int64{sidLeader, sidFollower} {
+		ok, st, err := onFollower.Exists(fmt.Sprintf("/e-%x", sid))
+		if err != nil || !ok || st.EphemeralOwner != sid {
+			t.Fatalf("ephemeral of 0x%x after failover: %v %+v %v", sid, ok, st, err)
+		}
+	}
+	for _, p := range acked {
+		if ok, _, err := onLeader.Exists(p); err != nil || !ok {
+			t.Fatalf("acknowledged %s lost: %v %v", p, ok, err)
+		}
+	}
+}

@@ -1,0 +1,135 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// membershipLoop runs on every member of an ensemble and acts on the
+// leader: it adds the configured observers as non-voting replicas and keeps
+// /zookeeper/config equal to the ensemble's configuration, in ZooKeeper's
+// format, so that clients such as Curator's EnsembleTracker can read it.
+func (c *cell) membershipLoop(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	if c.srv.standalone() {
+		return
+	}
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !c.leader.Load() {
+			continue
+		}
+		if err := c.reconcileMembers(ctx); err != nil {
+			c.srv.log.Warn("membership", "shard", c.shardID, "err", err)
+		}
+	}
+}
+
+func (c *cell) reconcileMembers(ctx context.Context) error {
+	nh := c.srv.nh
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	m, err := nh.SyncGetShardMembership(ctx, c.shardID)
+	if err != nil {
+		return err
+	}
+	for _, mem := range c.srv.cfg.Members {
+		if !mem.Observer {
+			continue
+		}
+		if _, ok := m.NonVotings[mem.ID]; ok {
+			continue
+		}
+		if _, ok := m.Nodes[mem.ID]; ok {
+			continue
+		}
+		if _, ok := m.Removed[mem.ID]; ok {
+			continue
+		}
+		c.srv.log.Info("adding observer", "shard", c.shardID, "member", mem.ID, "addr", mem.RaftAddr)
+		if err := nh.SyncRequestAddNonVoting(ctx, c.shardID, mem.ID, mem.RaftAddr, m.ConfigChangeID); err != nil {
+			return fmt.Errorf("add observer %d: %w", mem.ID, err)
+		}
+		return nil // one change at a time; the next tick continues
+	}
+	want := renderConfig(c.srv.cfg.Members)
+	v, err := nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		n, err := v.Tree().Get(znode.ConfigPath)
+		if err != nil || n == nil {
+			return []byte(nil), err
+		}
+		return n.Data, nil
+	}))
+	if err != nil {
+		return err
+	}
+	if string(v.([]byte)) == want {
+		return nil
+	}
+	rep, err := c.proposeWait(&raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(), Body: []byte(want)})
+	if err != nil {
+		return err
+	}
+	if rep.Err != jute.ErrOK {
+		return rep.Err
+	}
+	return nil
+}
+
+// renderConfig writes the ensemble in the format of ZooKeeper's dynamic
+// configuration: one server.N=host:peer:election:role;clientAddr line per
+// member, by id.
+func renderConfig(members []Member) string {
+	ms := append([]Member(nil), members...)
+	sort.Slice(ms, func(i, j int) bool { return ms[i].ID < ms[j].ID })
+	var b strings.Builder
+	for _, m := range ms {
+		role := "participant"
+		if m.Observer {
+			role = "observer"
+		}
+		host, peer := splitHostPort(m.RaftAddr)
+		_, election := splitHostPort(m.ElectionAddr)
+		if election == "" {
+			election = "0"
+		}
+		fmt.Fprintf(&b, "server.%d=%s:%s:%s:%s;%s\n", m.ID, host, peer, election, role, m.ClientAddr)
+	}
+	return strings.TrimSuffix(b.String(), "\n")
+}
+
+func splitHostPort(addr string) (host, port string) {
+	i := strings.LastIndexByte(addr, ':')
+	if i < 0 {
+		return addr, ""
+	}
+	return addr[:i], addr[i+1:]
+}
+
+// mode is what srvr reports.
+func (s *Server) mode() string {
+	switch {
+	case s.standalone():
+		return "standalone"
+	case s.self().Observer:
+		return "observer"
+	case s.cell.leader.Load():
+		return "leader"
+	default:
+		return "follower"
+	}
+}

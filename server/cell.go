@@ -26,10 +26,10 @@ type cell struct {
 	zxid     atomic.Int64  // last zxid applied on this member
 	leader   atomic.Bool   // this member leads the shard
 	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
-	ids     *session.IDGenerator
-	alive   session.KeepAlives
-	tracker *session.Tracker
-	watches *registry
+	ids      *session.IDGenerator
+	alive    session.KeepAlives
+	tracker  *session.Tracker
+	watches  *registry
 
 	// mu guards the session-to-connection table.
 	mu struct {

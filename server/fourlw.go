@@ -35,6 +35,8 @@ func (c *conn) fourLetterWord(w string) {
 	switch {
 	case !s.fourLetterWordEnabled(w):
 		out = w + " is not executed because it is not in the whitelist.\n"
+	case w != "ruok" && w != "isro" && !c.cell.serving():
+		out = "This ZooKeeper instance is not currently serving requests\n"
 	case w == "ruok":
 		out = "imok"
 	case w == "isro":

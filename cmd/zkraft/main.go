@@ -115,6 +115,11 @@ func serve(args []string) error {
 			}
 			cfg.ReplicaID = id
 		}
+		for _, m := range cfg.Members {
+			if m.ID == cfg.ReplicaID && m.ClientAddr != "" && !set["client-addr"] {
+				cfg.ClientAddr = m.ClientAddr // from the member's server.N line
+			}
+		}
 	} else if *myID != 0 {
 		cfg.ReplicaID = *myID
 	}

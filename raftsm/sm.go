@@ -28,6 +28,11 @@ const (
 	EventKeepAlive
 	// EventSessionAttached: Session is now held by the connection Owner.
 	EventSessionAttached
+	// EventReset: the whole state was replaced from a snapshot streamed by
+	// another replica. Watches may have missed changes and sessions may
+	// differ: the member closes its clients (they reconnect and re-send
+	// their watches) and reloads sessions.
+	EventReset
 )
 
 // Event is what applying a command tells the member that hosts the replica.

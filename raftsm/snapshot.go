@@ -165,5 +165,8 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	}
 	s.mu.applied = binary.BigEndian.Uint64(applied)
 	s.mu.zxid = int64(binary.BigEndian.Uint64(zxid))
+	if s.sink != nil {
+		s.sink.Applied(s.shardID, s.mu.zxid, []Event{{Kind: EventReset, Zxid: s.mu.zxid}})
+	}
 	return nil
 }

@@ -26,6 +26,7 @@ type cell struct {
 	zxid     atomic.Int64  // last zxid applied on this member
 	leader   atomic.Bool   // this member leads the shard
 	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
+	resets   atomic.Int64  // states installed from another replica's snapshot
 	ids      *session.IDGenerator
 	alive    session.KeepAlives
 	tracker  *session.Tracker
@@ -75,6 +76,13 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			if owner != nil {
 				owner.sessionClosed()
 			}
+		case raftsm.EventReset:
+			c.resets.Add(1)
+			// The state came from another replica's snapshot: watches here
+			// may have missed changes and sessions differ. Clients reconnect
+			// (re-sending their watches) and the tracker is rebuilt.
+			go c.srv.closeClients(c)
+			go c.reloadSessions()
 		case raftsm.EventKeepAlive:
 			c.tracker.Touch(ev.Sessions...)
 		case raftsm.EventSessionAttached:
@@ -134,7 +142,7 @@ func (c *cell) reloadSessions() {
 		c.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond)
 	}
 	c.tracker.ExtendAll()
-	c.srv.log.Info("leading: sessions extended by a full timeout", "shard", c.shardID, "sessions", len(sessions))
+	c.srv.log.Info("sessions reloaded with a full timeout", "shard", c.shardID, "sessions", len(sessions))
 }
 
 // serving reports whether the cell knows a leader, i.e. can serve clients.

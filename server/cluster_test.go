@@ -12,16 +12,19 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/raftsm"
 )
 
 // testCluster is an ensemble of members in this process, each with its own
 // NodeHost, data directory and ports on 127.0.0.1.
 type testCluster struct {
-	t       *testing.T
-	members []Member
-	dirs    []string
-	mu      sync.Mutex
-	servers map[uint64]*Server
+	t         *testing.T
+	snapEvery uint64
+	members   []Member
+	dirs      []string
+	mu        sync.Mutex
+	servers   map[uint64]*Server
 }
 
 func freeAddr(t *testing.T) string {
@@ -42,8 +45,12 @@ func testLogger(t *testing.T, id uint64) *slog.Logger {
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {
+	return newTestClusterSnap(t, n, 0)
+}
+
+func newTestClusterSnap(t *testing.T, n int, snapEvery uint64) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, servers: map[uint64]*Server{}}
+	tc := &testCluster{t: t, servers: map[uint64]*Server{}, snapEvery: snapEvery}
 	base := t.TempDir()
 	for i := 1; i <= n; i++ {
 		tc.members = append(tc.members, Member{
@@ -74,12 +81,13 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 func (tc *testCluster) start(id uint64) {
 	m := tc.members[id-1]
 	s, err := New(Config{
-		ClientAddr: m.ClientAddr,
-		DataDir:    tc.dirs[id-1],
-		ReplicaID:  id,
-		Members:    tc.members,
-		TickTime:   500 * time.Millisecond,
-		Logger:     testLogger(tc.t, id),
+		ClientAddr:      m.ClientAddr,
+		DataDir:         tc.dirs[id-1],
+		ReplicaID:       id,
+		Members:         tc.members,
+		TickTime:        500 * time.Millisecond,
+		SnapshotEntries: tc.snapEvery,
+		Logger:          testLogger(tc.t, id),
 	})
 	if err != nil {
 		tc.t.Errorf("start member %d: %v", id, err)
@@ -269,5 +277,77 @@ func TestClusterLeaderFailoverKeepsSessions(t *testing.T) {
 		if ok, _, err := onLeader.Exists(p); err != nil || !ok {
 			t.Fatalf("acknowledged %s lost: %v %v", p, ok, err)
 		}
+	}
+}
+
+// TestClusterLaggingMemberCatchesUpFromSnapshot stops a member, writes
+// well past several snapshots (so the log it needs is compacted away),
+// restarts it, and checks it installs a snapshot and serves the tree.
+func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
+	tc := newTestClusterSnap(t, 3, 50)
+	leader := tc.waitLeader(10 * time.Second)
+	lag := uint64(1)
+	if lag == leader {
+		lag = 2
+	}
+	var live []uint64
+	for id := uint64(1); id <= 3; id++ {
+		if id != lag {
+			live = append(live, id)
+		}
+	}
+	c, _ := tc.connect(live...)
+	if _, err := c.Create("/before", []byte("b"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	tc.stop(lag)
+	for i := 0; i < 400; i++ {
+		if _, err := c.Create(fmt.Sprintf("/n-%03d", i), []byte(fmt.Sprint(i)), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := c.Set("/before", []byte("after"), -1); err != nil {
+		t.Fatal(err)
+	}
+	tc.start(lag)
+	// The restarted member must reach the others' state on its own replica.
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		tc.mu.Lock()
+		s := tc.servers[lag]
+		tc.mu.Unlock()
+		var got string
+		if s != nil {
+			v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+				n, err := v.Tree().Get("/before")
+				if err != nil || n == nil {
+					return "", err
+				}
+				kids, err := v.Tree().Children("/")
+				return fmt.Sprintf("%s/%d", n.Data, len(kids)), err
+			}))
+			if err == nil {
+				got = v.(string)
+			}
+		}
+		if got == "after/402" { // /before, /zookeeper and 400 nodes
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("member %d did not catch up: %q", lag, got)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	tc.mu.Lock()
+	resets := tc.servers[lag].cell.resets.Load()
+	tc.mu.Unlock()
+	if resets == 0 {
+		t.Fatalf("member %d caught up without installing a snapshot; the test did not exercise snapshots", lag)
+	}
+	// And it serves clients with the full tree.
+	cl, _ := tc.connect(lag)
+	kids, _, err := cl.Children("/")
+	if err != nil || len(kids) != 402 {
+		t.Fatalf("member %d children of /: %d, %v", lag, len(kids), err)
 	}
 }

@@ -92,6 +92,9 @@ type Config struct {
 	// ElectionRTT and HeartbeatRTT are in RTT units. Defaults 50 and 5.
 	ElectionRTT  uint64
 	HeartbeatRTT uint64
+	// SnapshotEntries is how many log entries pass between Raft snapshots,
+	// after which the log is compacted. Default 100000.
+	SnapshotEntries uint64
 	// ProposalTimeout bounds how long a write may wait for Raft. Default 10s.
 	ProposalTimeout time.Duration
 	// Logger receives structured logs. Default slog.Default().
@@ -191,6 +194,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ElectionRTT <= 2*c.HeartbeatRTT {
 		return fmt.Errorf("server: electionRTT %d must exceed twice heartbeatRTT %d", c.ElectionRTT, c.HeartbeatRTT)
+	}
+	if c.SnapshotEntries == 0 {
+		c.SnapshotEntries = 100000
 	}
 	if c.ProposalTimeout <= 0 {
 		c.ProposalTimeout = 10 * time.Second

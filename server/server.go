@@ -122,8 +122,8 @@ func New(cfg Config) (*Server, error) {
 		PreVote:            true,
 		ElectionRTT:        cfg.ElectionRTT,
 		HeartbeatRTT:       cfg.HeartbeatRTT,
-		SnapshotEntries:    100000,
-		CompactionOverhead: 20000,
+		SnapshotEntries:    cfg.SnapshotEntries,
+		CompactionOverhead: cfg.SnapshotEntries / 5,
 		MaxInMemLogSize:    256 << 20,
 	}
 	members := map[uint64]dragonboat.Target{}

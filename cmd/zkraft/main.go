@@ -16,6 +16,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/zkraft/zkraft/bench"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -31,6 +32,8 @@ func main() {
 		err = serve(args)
 	case "version":
 		fmt.Println(server.Version)
+	case "bench":
+		err = bench.Main(args)
 	default:
 		err = fmt.Errorf("unknown command %q (commands: serve, version)", cmd)
 	}

@@ -157,16 +157,32 @@ func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
+	// A member whose loop did not run for longer than an election timeout
+	// (its process was paused, or starved of CPU) may have been replaced
+	// as leader without knowing it yet: its tracker missed every
+	// keep-alive applied meanwhile, and an expiry it proposed now would be
+	// forwarded to the new leader and applied. So it first gives every
+	// session a full timeout, as a new leader does.
+	stall := interval + time.Duration(c.srv.cfg.ElectionRTT)*c.srv.cfg.RTT
+	last := time.Now()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
+		now := time.Now()
+		gap := now.Sub(last)
+		last = now
 		if ids := c.alive.Drain(); len(ids) > 0 {
 			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindKeepAlive, Sessions: ids, Time: time.Now().UnixMilli()})
 		}
 		if !c.leader.Load() {
+			continue
+		}
+		if gap > stall {
+			c.tracker.ExtendAll()
+			c.srv.log.Info("session loop stalled: sessions extended by a full timeout", "shard", c.shardID, "stalled", gap.Round(time.Millisecond).String())
 			continue
 		}
 		var expire []int64

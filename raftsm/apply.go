@@ -86,9 +86,16 @@ func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 func (a *applier) request(c *Command) (*Reply, error) {
 	zxid := a.next() // a failed write consumes a zxid too, as ZooKeeper's error txn does
 	if c.Op == jute.OpError {
-		// A request the member could not decode: ZooKeeper logs an error
-		// txn and answers MARSHALLINGERROR.
-		return &Reply{Err: jute.ErrMarshallingError, Zxid: zxid}, nil
+		// A request the member refused before the log (one it could not
+		// decode, or a reconfig it cannot run): ZooKeeper logs an error
+		// txn. The code travels as an ErrorResponse body; none means
+		// MARSHALLINGERROR.
+		code := jute.ErrMarshallingError
+		var er jute.ErrorResponse
+		if len(c.Body) > 0 && jute.Unmarshal(c.Body, &er) == nil && er.Err != jute.ErrOK {
+			code = er.Err
+		}
+		return &Reply{Err: code, Zxid: zxid}, nil
 	}
 	if c.Session != 0 {
 		ok, err := a.sessionExists(c.Session)

@@ -1,12 +1,15 @@
 package server
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -21,6 +24,7 @@ import (
 type testCluster struct {
 	t         *testing.T
 	snapEvery uint64
+	tweak     func(*Config) // adjusts each member's config before start
 	members   []Member
 	dirs      []string
 	mu        sync.Mutex
@@ -79,16 +83,7 @@ func newTestClusterSnap(t *testing.T, n int, snapEvery uint64) *testCluster {
 }
 
 func (tc *testCluster) start(id uint64) {
-	m := tc.members[id-1]
-	s, err := New(Config{
-		ClientAddr:      m.ClientAddr,
-		DataDir:         tc.dirs[id-1],
-		ReplicaID:       id,
-		Members:         tc.members,
-		TickTime:        500 * time.Millisecond,
-		SnapshotEntries: tc.snapEvery,
-		Logger:          testLogger(tc.t, id),
-	})
+	s, err := New(tc.config(id, tc.members))
 	if err != nil {
 		tc.t.Errorf("start member %d: %v", id, err)
 		return
@@ -96,6 +91,23 @@ func (tc *testCluster) start(id uint64) {
 	tc.mu.Lock()
 	tc.servers[id] = s
 	tc.mu.Unlock()
+}
+
+func (tc *testCluster) config(id uint64, members []Member) Config {
+	m := members[id-1]
+	cfg := Config{
+		ClientAddr:      m.ClientAddr,
+		DataDir:         tc.dirs[id-1],
+		ReplicaID:       id,
+		Members:         members,
+		TickTime:        500 * time.Millisecond,
+		SnapshotEntries: tc.snapEvery,
+		Logger:          testLogger(tc.t, id),
+	}
+	if tc.tweak != nil {
+		tc.tweak(&cfg)
+	}
+	return cfg
 }
 
 func (tc *testCluster) stop(id uint64) {
@@ -349,5 +361,106 @@ func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
 	kids, _, err := cl.Children("/")
 	if err != nil || len(kids) != 402 {
 		t.Fatalf("member %d children of /: %d, %v", lag, len(kids), err)
+	}
+}
+
+// TestClusterObserverAndReconfig: a member declared an observer in the
+// static configuration becomes a non-voting replica that serves clients;
+// reconfig (as zkCli's reconfig -add/-remove sends it) adds a fifth member
+// started with Join and removes it again, and /zookeeper/config follows.
+func TestClusterObserverAndReconfig(t *testing.T) {
+	tc := &testCluster{t: t, servers: map[uint64]*Server{}}
+	tc.tweak = func(c *Config) {
+		c.ReconfigEnabled = true
+		c.SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4=" // super:secret
+	}
+	base := t.TempDir()
+	for i := 1; i <= 5; i++ {
+		tc.members = append(tc.members, Member{ID: uint64(i), RaftAddr: freeAddr(t), ElectionAddr: freeAddr(t), ClientAddr: freeAddr(t)})
+		tc.dirs = append(tc.dirs, filepath.Join(base, fmt.Sprint(i)))
+	}
+	tc.members[3].Observer = true
+	fifth := tc.members[4]
+	tc.members = tc.members[:4] // member 5 joins later
+	t.Cleanup(func() {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, s := range tc.servers {
+			s.Close()
+		}
+	})
+	var wg sync.WaitGroup
+	for id := uint64(1); id <= 4; id++ {
+		wg.Add(1)
+		go func() { defer wg.Done(); tc.start(id) }()
+	}
+	wg.Wait()
+	tc.waitLeader(20 * time.Second)
+
+	// The observer is added as a non-voting replica and serves reads.
+	obs, _ := tc.connect(4)
+	admin, _ := tc.connect(1)
+	if _, err := admin.Create("/seen", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := obs.Get("/seen"); err != nil || string(data) != "x" {
+		t.Fatalf("observer read: %q, %v", data, err)
+	}
+	tc.mu.Lock()
+	mode := tc.servers[4].mode()
+	tc.mu.Unlock()
+	if mode != "observer" {
+		t.Fatalf("member 4 mode %q", mode)
+	}
+
+	// reconfig needs WRITE on /zookeeper/config: NOAUTH without super.
+	join := fmt.Sprintf("server.5=%s:%s:participant;%s", fifth.RaftAddr, strings.Split(fifth.ElectionAddr, ":")[1], fifth.ClientAddr)
+	if _, err := admin.IncrementalReconfig([]string{join}, nil, -1); !errors.Is(err, zk.ErrNoAuth) {
+		t.Fatalf("reconfig without super: %v, want NOAUTH", err)
+	}
+	if err := admin.AddAuth("digest", []byte("super:secret")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := admin.IncrementalReconfig([]string{join}, nil, -1); err != nil {
+		t.Fatalf("reconfig -add: %v", err)
+	}
+	all := append(append([]Member(nil), tc.members...), fifth)
+	tc.members = all
+	cfg5 := tc.config(5, all)
+	cfg5.Join = true
+	s5, err := New(cfg5)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tc.mu.Lock()
+	tc.servers[5] = s5
+	tc.mu.Unlock()
+	c5, _ := tc.connect(5)
+	if data, _, err := c5.Get("/seen"); err != nil || string(data) != "x" {
+		t.Fatalf("new member read: %q, %v", data, err)
+	}
+	data, _, err := c5.Get("/zookeeper/config")
+	if err != nil || !strings.Contains(string(data), "server.5=") || !strings.Contains(string(data), ":observer;") {
+		t.Fatalf("/zookeeper/config after add: %q, %v", data, err)
+	}
+	// Remove it again.
+	if _, err := admin.IncrementalReconfig(nil, []string{"5"}, -1); err != nil {
+		t.Fatalf("reconfig -remove: %v", err)
+	}
+	data, _, _ = admin.Get("/zookeeper/config")
+	if strings.Contains(string(data), "server.5=") {
+		t.Fatalf("/zookeeper/config after remove: %q", data)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	tc.mu.Lock()
+	s1 := tc.servers[1]
+	tc.mu.Unlock()
+	m, err := s1.nh.SyncGetShardMembership(ctx, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := m.Nodes[5]; ok || len(m.Nodes) != 3 || len(m.NonVotings) != 1 {
+		t.Fatalf("membership after remove: voters %v non-voting %v", m.Nodes, m.NonVotings)
 	}
 }

@@ -72,6 +72,14 @@ type Config struct {
 	ReadMode ReadMode
 	// ExtendedTypes enables TTL nodes (zookeeper.extendedTypesEnabled).
 	ExtendedTypes bool
+	// ReconfigEnabled allows the reconfig op (ZooKeeper's
+	// reconfigEnabled); it also needs WRITE on /zookeeper/config, which
+	// only the super user has by default.
+	ReconfigEnabled bool
+	// Join starts this member as a new replica of an existing ensemble,
+	// after the ensemble added it (reconfig -add); it takes no initial
+	// membership from Members.
+	Join bool
 	// SuperDigest is ZooKeeper's
 	// zookeeper.DigestAuthenticationProvider.superDigest ("super:<base64
 	// sha1>"): a client that authenticates with the matching digest

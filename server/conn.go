@@ -361,11 +361,18 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
 	case hdr.Type == jute.OpAuth:
 		var ids []jute.ID
-		ids, p.frame, p.closeAfter = authenticate(c.authIDs(), body, c.srv.cfg.SuperDigest)
+		ids, p.frame, p.closeAfter = authenticate(hdr.Xid, c.authIDs(), body, c.srv.cfg.SuperDigest)
 		c.setAuthIDs(ids)
 	case hdr.Type == jute.OpCloseSession:
 		c.closingSession.Store(true)
 		return c.propose(p, &raftsm.Command{Kind: raftsm.KindCloseSession, Session: c.sessionID, Owner: c.owner, Time: time.Now().UnixMilli()}, true)
+	case hdr.Type == jute.OpReconfig && c.srv.cfg.ReconfigEnabled && !c.srv.standalone():
+		p.exec = c.reconfigOp(body)
+	case hdr.Type == jute.OpReconfig && c.srv.cfg.ReconfigEnabled:
+		// A standalone ZooKeeper with reconfig enabled answers UNIMPLEMENTED
+		// through an error txn.
+		return c.propose(p, &raftsm.Command{Kind: raftsm.KindRequest, Session: c.sessionID, Owner: c.owner,
+			Time: time.Now().UnixMilli(), Op: jute.OpError, Body: jute.Marshal(&jute.ErrorResponse{Err: jute.ErrUnimplemented})}, false)
 	case hdr.Type == jute.OpMulti || znode.IsWrite(hdr.Type):
 		cmd := &raftsm.Command{Kind: raftsm.KindRequest, Session: c.sessionID, Time: time.Now().UnixMilli(),
 			Op: hdr.Type, Auth: c.authIDs(), Body: body, Owner: c.owner}

@@ -39,34 +39,14 @@ func (c *cell) membershipLoop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// reconcileMembers seeds /zookeeper/config from the configured members
+// when it is empty, and adds the observers it lists that are not yet
+// non-voting replicas. Once set, /zookeeper/config (changed by reconfig) is
+// the ensemble; the static configuration only seeds it.
 func (c *cell) reconcileMembers(ctx context.Context) error {
 	nh := c.srv.nh
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	m, err := nh.SyncGetShardMembership(ctx, c.shardID)
-	if err != nil {
-		return err
-	}
-	for _, mem := range c.srv.cfg.Members {
-		if !mem.Observer {
-			continue
-		}
-		if _, ok := m.NonVotings[mem.ID]; ok {
-			continue
-		}
-		if _, ok := m.Nodes[mem.ID]; ok {
-			continue
-		}
-		if _, ok := m.Removed[mem.ID]; ok {
-			continue
-		}
-		c.srv.log.Info("adding observer", "shard", c.shardID, "member", mem.ID, "addr", mem.RaftAddr)
-		if err := nh.SyncRequestAddNonVoting(ctx, c.shardID, mem.ID, mem.RaftAddr, m.ConfigChangeID); err != nil {
-			return fmt.Errorf("add observer %d: %w", mem.ID, err)
-		}
-		return nil // one change at a time; the next tick continues
-	}
-	want := renderConfig(c.srv.cfg.Members)
 	v, err := nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
 		n, err := v.Tree().Get(znode.ConfigPath)
 		if err != nil || n == nil {
@@ -77,15 +57,41 @@ func (c *cell) reconcileMembers(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if string(v.([]byte)) == want {
+	data := string(v.([]byte))
+	if data == "" {
+		rep, err := c.proposeWait(&raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(),
+			Body: []byte(renderConfig(c.srv.cfg.Members))})
+		if err != nil {
+			return err
+		}
+		if rep.Err != jute.ErrOK {
+			return rep.Err
+		}
 		return nil
 	}
-	rep, err := c.proposeWait(&raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(), Body: []byte(want)})
+	members, err := parseConfig(data)
+	if err != nil {
+		return fmt.Errorf("%s: %w", znode.ConfigPath, err)
+	}
+	m, err := nh.SyncGetShardMembership(ctx, c.shardID)
 	if err != nil {
 		return err
 	}
-	if rep.Err != jute.ErrOK {
-		return rep.Err
+	for _, mem := range members {
+		if !mem.Observer {
+			continue
+		}
+		_, nonVoting := m.NonVotings[mem.ID]
+		_, voting := m.Nodes[mem.ID]
+		_, removed := m.Removed[mem.ID]
+		if nonVoting || voting || removed {
+			continue
+		}
+		c.srv.log.Info("adding observer", "shard", c.shardID, "member", mem.ID, "addr", mem.RaftAddr)
+		if err := nh.SyncRequestAddNonVoting(ctx, c.shardID, mem.ID, mem.RaftAddr, m.ConfigChangeID); err != nil {
+			return fmt.Errorf("add observer %d: %w", mem.ID, err)
+		}
+		return nil // one change at a time; the next tick continues
 	}
 	return nil
 }

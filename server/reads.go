@@ -9,14 +9,15 @@ import (
 	"github.com/zkraft/zkraft/znode"
 )
 
-// authenticate handles an auth packet (xid -4): it returns the connection's
+// authenticate handles an auth packet (the Java client sends xid -4; the
+// reply echoes whatever xid came): it returns the connection's
 // new ids, the reply, and whether to close the connection afterwards (on
 // AUTHFAILED, as ZooKeeper does). A digest matching superDigest also makes
 // the connection the super user.
-func authenticate(ids []jute.ID, body []byte, superDigest string) ([]jute.ID, []byte, bool) {
+func authenticate(xid int32, ids []jute.ID, body []byte, superDigest string) ([]jute.ID, []byte, bool) {
 	pkt := new(jute.AuthPacket)
 	if jute.Unmarshal(body, pkt) != nil || pkt.Scheme != "digest" || !strings.Contains(string(pkt.Auth), ":") {
-		return ids, replyFrame(jute.XidAuth, 0, jute.ErrAuthFailed, nil), true
+		return ids, replyFrame(xid, 0, jute.ErrAuthFailed, nil), true
 	}
 	digest := znode.DigestID(string(pkt.Auth))
 	add := []jute.ID{{Scheme: "digest", ID: digest}}
@@ -29,7 +30,7 @@ func authenticate(ids []jute.ID, body []byte, superDigest string) ([]jute.ID, []
 			out = append(out, id)
 		}
 	}
-	return out, replyFrame(jute.XidAuth, 0, jute.ErrOK, nil), false
+	return out, replyFrame(xid, 0, jute.ErrOK, nil), false
 }
 
 // readOp builds the execution of a read request. A body that does not

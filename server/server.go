@@ -136,6 +136,10 @@ func New(cfg Config) (*Server, error) {
 				members[m.ID] = m.RaftAddr
 			}
 		}
+		if cfg.Join {
+			join = true
+			members = map[uint64]dragonboat.Target{}
+		}
 		if s.self().Observer {
 			// An observer is a non-voting replica: the leader adds it
 			// (see reconcileMembers) and it joins with no initial members.

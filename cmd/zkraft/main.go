@@ -34,6 +34,10 @@ func main() {
 		fmt.Println(server.Version)
 	case "bench":
 		err = bench.Main(args)
+	case "import":
+		err = runImport(args)
+	case "export":
+		err = runExport(args)
 	default:
 		err = fmt.Errorf("unknown command %q (commands: serve, version)", cmd)
 	}
@@ -63,6 +67,8 @@ func serve(args []string) error {
 		enforceQ   = fs.Bool("enforce-quota", false, "fail writes over hard quota limits with QUOTAEXCEEDED (zookeeper.enforceQuota)")
 		fourLW     = fs.String("4lw", "", "comma-separated four-letter words to enable, * for all (default srvr)")
 		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
+		join       = fs.Bool("join", false, "start as a new member of a running ensemble that already added it (reconfig -add)")
+		reconfig   = fs.Bool("reconfig-enabled", false, "allow the reconfig op (ZooKeeper's reconfigEnabled)")
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 	)
 	if err := fs.Parse(args); err != nil {
@@ -128,6 +134,10 @@ func serve(args []string) error {
 	}
 	cfg.MaxBuffer = *maxBuffer
 	cfg.ExtendedTypes = *extended
+	cfg.Join = *join
+	if set["reconfig-enabled"] {
+		cfg.ReconfigEnabled = *reconfig
+	}
 	cfg.SuperDigest = *superDig
 	cfg.ContainerCheckInterval = *contCheck
 	cfg.EnforceQuota = *enforceQ

@@ -99,12 +99,15 @@ func applyZooCfg(r io.Reader, cfg *server.Config) (ignored []string, err error) 
 			}
 		}
 	}
+	if v, ok := props["reconfigEnabled"]; ok {
+		cfg.ReconfigEnabled = v == "true"
+	}
 	if err := applyServerLines(props, cfg); err != nil {
 		return nil, err
 	}
 	used := map[string]bool{"tickTime": true, "minSessionTimeout": true, "maxSessionTimeout": true,
 		"clientPort": true, "clientPortAddress": true, "dataDir": true, "dataLogDir": true,
-		"maxClientCnxns": true, "4lw.commands.whitelist": true}
+		"maxClientCnxns": true, "4lw.commands.whitelist": true, "reconfigEnabled": true}
 	for k := range props {
 		if !used[k] && !strings.HasPrefix(k, "server.") {
 			ignored = append(ignored, k)

@@ -1,0 +1,349 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/compat"
+	"github.com/zkraft/zkraft/compat/zktest"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/server"
+	"github.com/zkraft/zkraft/session"
+)
+
+const fixtures = "../../compat/testdata/zk"
+
+func fixtureArgs(name string) []string {
+	args := []string{"--zk-data-dir", filepath.Join(fixtures, name, "data")}
+	if name == "snappy" {
+		args = append(args, "--zk-log-dir", filepath.Join(fixtures, name, "datalog"))
+	}
+	return args
+}
+
+// TestImportVerify imports every fixture with --verify.
+func TestImportVerify(t *testing.T) {
+	for _, name := range []string{"plain", "gz", "snappy"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			var out bytes.Buffer
+			start := time.Now()
+			err := importCmd(&out, append(fixtureArgs(name), "--data-dir", dir, "--verify"))
+			t.Logf("import took %v:\n%s", time.Since(start), out.String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(out.String(), "verify: OK") {
+				t.Errorf("no verify: OK line")
+			}
+			// A second import into the same directory is refused.
+			out.Reset()
+			if err := importCmd(&out, append(fixtureArgs(name), "--data-dir", dir)); err == nil || !strings.Contains(err.Error(), "already holds zkraft state") {
+				t.Errorf("second import: %v", err)
+			}
+		})
+	}
+}
+
+// TestImportBadInput: what is not a clean ZooKeeper data directory is a
+// clear error, and nothing is written.
+func TestImportBadInput(t *testing.T) {
+	copyFixture := func(t *testing.T) string {
+		dst := filepath.Join(t.TempDir(), "zk")
+		if err := os.CopyFS(dst, os.DirFS(filepath.Join(fixtures, "plain", "data"))); err != nil {
+			t.Fatal(err)
+		}
+		return dst
+	}
+	newestLog := func(t *testing.T, dir string) string {
+		m, _ := filepath.Glob(filepath.Join(dir, "version-2", "log.*"))
+		return m[len(m)-1]
+	}
+	cases := []struct {
+		name  string
+		setup func(t *testing.T) string
+		want  error
+		text  string
+	}{
+		{"not a data dir", func(t *testing.T) string { return t.TempDir() }, compat.ErrNotDataDir, "no version-2"},
+		{"corrupt log entry", func(t *testing.T) string {
+			d := copyFixture(t)
+			p := newestLog(t, d)
+			b, _ := os.ReadFile(p)
+			b[40] ^= 0xff // inside the first entry
+			os.WriteFile(p, b, 0o644)
+			return d
+		}, compat.ErrChecksum, "offset 16"},
+		{"wrong log magic", func(t *testing.T) string {
+			d := copyFixture(t)
+			p := newestLog(t, d)
+			b, _ := os.ReadFile(p)
+			copy(b, "JUNK")
+			os.WriteFile(p, b, 0o644)
+			return d
+		}, compat.ErrBadMagic, "log."},
+		{"unknown snapshot version", func(t *testing.T) string {
+			d := copyFixture(t)
+			m, _ := filepath.Glob(filepath.Join(d, "version-2", "snapshot.*"))
+			for _, p := range m {
+				b, _ := os.ReadFile(p)
+				binary.BigEndian.PutUint32(b[4:], 3)
+				os.WriteFile(p, b, 0o644)
+			}
+			return d
+		}, compat.ErrUnsupported, "snapshot version 3"},
+		{"logs without snapshot", func(t *testing.T) string {
+			d := copyFixture(t)
+			m, _ := filepath.Glob(filepath.Join(d, "version-2", "snapshot.*"))
+			for _, p := range m {
+				os.Remove(p)
+			}
+			return d
+		}, compat.ErrNoSnapshot, "transaction logs"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			src := c.setup(t)
+			out := t.TempDir()
+			err := importCmd(io.Discard, []string{"--zk-data-dir", src, "--data-dir", out})
+			if !errors.Is(err, c.want) || !strings.Contains(err.Error(), c.text) {
+				t.Fatalf("got %v, want %v mentioning %q", err, c.want, c.text)
+			}
+			t.Logf("error: %v", err)
+			if entries, _ := os.ReadDir(out); len(entries) != 0 {
+				t.Errorf("a failed import wrote %v", entries)
+			}
+		})
+	}
+}
+
+// startZkraft serves dataDir in process, as "zkraft --data-dir" does.
+func startZkraft(t *testing.T, dataDir, raftAddr string) *server.Server {
+	t.Helper()
+	srv, err := server.New(server.Config{
+		DataDir:                dataDir,
+		ClientAddr:             fmt.Sprintf("127.0.0.1:%d", zktest.FreePort(t)),
+		RaftAddr:               raftAddr,
+		ExtendedTypes:          true,
+		SuperDigest:            zktest.SuperDigest,
+		ContainerCheckInterval: time.Hour,
+		MaxSessionTimeout:      40 * time.Second,
+		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// rawConn is a client connection spoken by hand, to reconnect with a
+// session id and password from ZooKeeper.
+type rawConn struct {
+	t  *testing.T
+	nc net.Conn
+}
+
+func (c *rawConn) send(recs ...jute.Record) {
+	c.t.Helper()
+	c.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := c.nc.Write(jute.AppendFrame(nil, recs...)); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func (c *rawConn) recv() *jute.Reader {
+	c.t.Helper()
+	var l [4]byte
+	if _, err := io.ReadFull(c.nc, l[:]); err != nil {
+		c.t.Fatalf("read: %v", err)
+	}
+	b := make([]byte, binary.BigEndian.Uint32(l[:]))
+	if _, err := io.ReadFull(c.nc, b); err != nil {
+		c.t.Fatal(err)
+	}
+	return jute.NewReader(b)
+}
+
+// reconnect attaches to an existing session the way a ZooKeeper client
+// does after losing its server.
+func reconnect(t *testing.T, addr string, id int64, passwd []byte, lastZxid int64) (*rawConn, *jute.ConnectResponse) {
+	t.Helper()
+	nc, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { nc.Close() })
+	c := &rawConn{t: t, nc: nc}
+	c.send(&jute.ConnectRequest{LastZxidSeen: lastZxid, TimeOut: 30000, SessionID: id, Passwd: passwd, HasReadOnly: true})
+	resp := new(jute.ConnectResponse)
+	r := c.recv()
+	resp.Decode(r)
+	if r.Err() != nil {
+		t.Fatal(r.Err())
+	}
+	return c, resp
+}
+
+func (c *rawConn) call(xid int32, op jute.OpCode, req jute.Record) *jute.ReplyHeader {
+	c.t.Helper()
+	c.send(&jute.RequestHeader{Xid: xid, Type: op}, req)
+	for {
+		r := c.recv()
+		h := new(jute.ReplyHeader)
+		h.Decode(r)
+		if h.Xid == xid {
+			return h
+		}
+	}
+}
+
+// TestRoundTrip: a ZooKeeper data directory (left by a ZooKeeper killed
+// with sessions open) is imported; zkraft serves exactly what ZooKeeper
+// served, takes the old sessions back with their ids and passwords, and
+// continues the zxid; then export, and a real ZooKeeper 3.8 serves what
+// zkraft served.
+func TestRoundTrip(t *testing.T) {
+	zktest.Require(t)
+	want, err := zktest.ReadDump(filepath.Join(fixtures, "plain", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dataDir := t.TempDir()
+	start := time.Now()
+	if err := importCmd(io.Discard, append(fixtureArgs("plain"), "--data-dir", dataDir)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("import: %v", time.Since(start))
+	st, err := raftsm.ExportState(filepath.Join(dataDir, "state"), 1, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	epoch := st.Zxid // the first zxid of the new epoch
+
+	raftAddr := fmt.Sprintf("127.0.0.1:%d", zktest.FreePort(t))
+	srv := startZkraft(t, dataDir, raftAddr)
+	closed := false
+	defer func() {
+		if !closed {
+			srv.Close()
+		}
+	}()
+	addr := srv.Addr().String()
+
+	// 1. zkraft serves ZooKeeper's tree, every Stat and ACL as ZooKeeper
+	// answered them before it was killed.
+	c := zktest.Connect(t, addr)
+	got, err := zktest.DumpTree(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range zktest.Compare(want.Nodes, got, nil, 20) {
+		t.Errorf("zkraft after import: %s", d)
+	}
+
+	// 2. The sessions ZooKeeper had open come back: a client reconnects
+	// with its id and the password ZooKeeper gave it (derived from the
+	// id), sees its ephemerals, and writes with zxids above ZooKeeper's.
+	var lastZooKeeperZxid int64
+	for _, n := range want.Nodes {
+		lastZooKeeperZxid = max(lastZooKeeperZxid, n.Stat.Mzxid, n.Stat.Pzxid)
+	}
+	if len(want.Sessions) == 0 {
+		t.Fatal("the fixture has no open sessions")
+	}
+	for i, s := range want.Sessions {
+		rc, resp := reconnect(t, addr, s.ID, session.Password(s.ID), lastZooKeeperZxid)
+		if resp.SessionID != s.ID || resp.TimeOut == 0 {
+			t.Fatalf("reconnect %#x: %+v", s.ID, resp)
+		}
+		for _, e := range s.Ephemerals {
+			h := rc.call(1, jute.OpExists, &jute.ExistsRequest{Path: e})
+			if h.Err != jute.ErrOK {
+				t.Errorf("session %#x: its ephemeral %s: %v", s.ID, e, h.Err)
+			}
+		}
+		p := fmt.Sprintf("/app/reattached-%d", i)
+		h := rc.call(2, jute.OpCreate, &jute.CreateRequest{Path: p, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}, Flags: jute.FlagEphemeral})
+		if h.Err != jute.ErrOK || h.Zxid <= epoch {
+			t.Fatalf("session %#x: create %s: %+v (epoch starts at %#x)", s.ID, p, h, epoch)
+		}
+		_, stat, err := c.Exists(p)
+		if err != nil || stat.EphemeralOwner != s.ID {
+			t.Errorf("%s: %v, owner %#x, want %#x", p, err, stat.EphemeralOwner, s.ID)
+		}
+	}
+	// A wrong password is refused as ZooKeeper refuses it.
+	if _, resp := reconnect(t, addr, want.Sessions[0].ID, make([]byte, 16), 0); resp.SessionID != 0 || resp.TimeOut != 0 {
+		t.Errorf("bad password accepted: %+v", resp)
+	}
+
+	// 3. Writes continue ZooKeeper's counters: versions, sequence numbers.
+	_, appStat, _ := c.Get("/app/seq")
+	seq, err := c.Create("/app/seq/s-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wantSeq int32
+	for _, n := range want.Nodes {
+		if n.Path == "/app/seq" {
+			wantSeq = (n.Stat.Cversion + n.Stat.NumChildren) / 2 // the stored cversion
+		}
+	}
+	if wantSeqPath := fmt.Sprintf("/app/seq/s-%010d", wantSeq); seq != wantSeqPath {
+		t.Errorf("sequential create after import: %s, want %s (parent stat %+v)", seq, wantSeqPath, appStat)
+	}
+	if _, err := c.Create("/after-import", []byte("zkraft"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	final, err := zktest.DumpTree(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Close()
+	if err := srv.Close(); err != nil {
+		t.Fatal(err)
+	}
+	closed = true
+
+	// 4. Export (the replica first applies its Raft log), and a real
+	// ZooKeeper serves what zkraft served, including the sessions that
+	// are still open and their ephemerals.
+	zkDir := t.TempDir()
+	var out bytes.Buffer
+	start = time.Now()
+	if err := exportCmd(&out, []string{"--data-dir", dataDir, "--raft-addr", raftAddr, "--extended-types", "--zk-data-dir", zkDir, "--compression", "gz"}); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("export: %v: %s", time.Since(start), out.String())
+	z := zktest.Start(t, zktest.Config{DataDir: zkDir})
+	zc := zktest.Connect(t, z.Addr)
+	back, err := zktest.DumpTree(zc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range zktest.Compare(final, back, nil, 20) {
+		t.Errorf("ZooKeeper after export: %s", d)
+	}
+	if z.LogContains("Digests are not matching") {
+		t.Errorf("ZooKeeper found the digest wrong:\n%s", z.Log(30))
+	}
+	// The sessions survive the way back too.
+	for _, s := range want.Sessions {
+		if _, resp := reconnect(t, z.Addr, s.ID, session.Password(s.ID), 0); resp.SessionID != s.ID {
+			t.Errorf("ZooKeeper after export: session %#x: %+v", s.ID, resp)
+		}
+	}
+}

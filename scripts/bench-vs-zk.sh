@@ -14,6 +14,8 @@
 #                 create-seq and multi, and the number of sessions for
 #                 sessions, watch and lock
 #   -s SESSIONS   sessions of the load workloads (default 4)
+#   -r REPEAT     runs per workload and server (default 1); the table shows
+#                 the median, and the order of the servers alternates
 #   -m MODES      "1", "3" or "1 3": standalone and/or 3 members on
 #                 loopback (default "1")
 #   -o DIR        keep the JSON results and the table in DIR (default: a
@@ -40,15 +42,17 @@ duration=10s
 warmup=3s
 specs="write:64 write:256 read:64 read:256 sessions:3000"
 load_sessions=4
+repeat=1
 modes="1"
 out=""
 keep=""
-while getopts "d:u:w:s:m:o:kh" opt; do
+while getopts "d:u:w:s:r:m:o:kh" opt; do
 	case "$opt" in
 	d) duration=$OPTARG ;;
 	u) warmup=$OPTARG ;;
 	w) specs=$OPTARG ;;
 	s) load_sessions=$OPTARG ;;
+	r) repeat=$OPTARG ;;
 	m) modes=$OPTARG ;;
 	o) out=$OPTARG ;;
 	k) keep=1 ;;
@@ -62,6 +66,10 @@ done
 shift $((OPTIND - 1))
 extra=("$@")
 
+[[ "$repeat" =~ ^[1-9][0-9]*$ ]] || {
+	log "-r: want a positive count"
+	exit 2
+}
 for m in $modes; do
 	[[ "$m" == 1 || "$m" == 3 ]] || {
 		log "-m: modes are 1 and 3"
@@ -315,10 +323,10 @@ spec_n() {
 	echo "$n"
 }
 
-# run_bench KIND MODE NAME N: one run; writes $out/MODE-NAME-N-KIND.json.
+# run_bench KIND MODE NAME N REP: one run; writes $out/MODE-NAME-N-KIND-rREP.json.
 run_bench() {
-	local kind=$1 mode=$2 name=$3 n=$4
-	local file="$out/$mode-$name-$n-$kind.json"
+	local kind=$1 mode=$2 name=$3 n=$4 rep=$5
+	local file="$out/$mode-$name-$n-$kind-r$rep.json"
 	local addr args=()
 	addr="$(
 		IFS=,
@@ -354,19 +362,25 @@ for mode in $modes; do
 	for spec in $specs; do
 		name="${spec%%:*}"
 		n="$(spec_n "$spec")"
-		for kind in zookeeper zkraft; do
-			if ! start "$kind" "$mode"; then
-				log "could not start $kind"
-				exit 1
-			fi
-			run_bench "$kind" "$mode" "$name" "$n"
-			stop_servers
+		for ((rep = 1; rep <= repeat; rep++)); do
+			order="zookeeper zkraft"
+			((rep % 2 == 0)) && order="zkraft zookeeper"
+			for kind in $order; do
+				if ! start "$kind" "$mode"; then
+					log "could not start $kind"
+					exit 1
+				fi
+				read -r load1 _ </proc/loadavg
+				echo "$mode $name $n $kind $rep $load1" >>"$out/loadavg.txt"
+				run_bench "$kind" "$mode" "$name" "$n" "$rep"
+				stop_servers
+			done
 		done
 	done
 done
 
 # ---------------------------------------------------------------------------
-# The table.
+# The table: per workload the median over the repetitions.
 table="$out/results.md"
 {
 	echo "| members | workload | ZooKeeper | zkraft | ratio | ZooKeeper p99 | zkraft p99 | p99 ratio | notes |"
@@ -375,36 +389,51 @@ table="$out/results.md"
 		for spec in $specs; do
 			name="${spec%%:*}"
 			n="$(spec_n "$spec")"
-			zk="$out/$mode-$name-$n-zookeeper.json"
-			zr="$out/$mode-$name-$n-zkraft.json"
-			jq -r -n --slurpfile a "$zk" --slurpfile b "$zr" --arg mode "$mode" --arg name "$name" --arg n "$n" '
-				def num: if . == null then null else . end;
+			zk="$(jq -s . "$out/$mode-$name-$n-zookeeper-r"*.json)"
+			zr="$(jq -s . "$out/$mode-$name-$n-zkraft-r"*.json)"
+			jq -r -n --argjson a "$zk" --argjson b "$zr" --arg mode "$mode" --arg name "$name" --arg n "$n" '
+				def median: map(select(. != null)) | sort |
+					if length == 0 then null
+					elif length % 2 == 1 then .[(length - 1) / 2]
+					else (.[length / 2 - 1] + .[length / 2]) / 2 end;
+				def total: map(select(. != null)) | if length == 0 then null else add end;
 				def f0: if . == null then "-" else (round | tostring) end;
 				def ms: if . == null then "-" else ((. / 10 | round) / 100 | tostring) + " ms" end;
 				def ratio($x; $y): if $x == null or $y == null or $x == 0 then "-" else (($y / $x) * 100 | round / 100 | tostring) end;
-				def errs: if (.errors // {}) == {} then "" else " errors: " + ((.errors | to_entries | map("\(.value)× \(.key)") | join(", "))) end;
+				def errs: map(.errors // {} | to_entries[]) | group_by(.key) | map("\(map(.value) | add)× \(.[0].key)") | join(", ");
 				def lbl: if $name == "sessions" then "sessions \($n)"
 					elif ($name == "watch" or $name == "lock") then "\($name) \($n) sessions"
 					else "\($name) \($n) in flight" end;
-				($a[0]) as $z | ($b[0]) as $r |
-				($z.unit // $r.unit // "ops") as $unit |
+				def tp: map(.throughput) | median;
+				def p99: map(.latency.p99_us) | median;
+				(($a + $b) | map(.unit) | map(select(. != null)) | .[0] // "ops") as $unit |
 				(if $name == "sessions" then
-					"sessions opened/s; p99 is the handshake; RSS/session ZooKeeper \(($z.rss_per_session_bytes // null) | f0) B, zkraft \(($r.rss_per_session_bytes // null) | f0) B (ratio \(ratio($z.rss_per_session_bytes; $r.rss_per_session_bytes))); unexpected expiries \($z.unexpected_expiries // "-") / \($r.unexpected_expiries // "-"), disconnects \($z.unexpected_disconnects // 0) / \($r.unexpected_disconnects // 0)"
+					($a | map(.rss_per_session_bytes) | median) as $zm | ($b | map(.rss_per_session_bytes) | median) as $rm |
+					"sessions opened/s; p99 is the handshake; RSS per session ZooKeeper \($zm | f0) B, zkraft \($rm | f0) B (ratio \(ratio($zm; $rm))); unexpected expiries \($a | map(.unexpected_expiries) | total // "-") / \($b | map(.unexpected_expiries) | total // "-"), disconnects \($a | map(.unexpected_disconnects) | total // 0) / \($b | map(.unexpected_disconnects) | total // 0)"
 				elif $name == "watch" then
-					"\($unit)/s; lost notifications \($z.lost_notifications // "-") / \($r.lost_notifications // "-")"
+					"\($unit)/s; lost notifications \($a | map(.lost_notifications) | total // "-") / \($b | map(.lost_notifications) | total // "-")"
 				elif $name == "lock" then
-					"\($unit)/s; exclusion violations \($z.mutual_exclusion_violations // "-") / \($r.mutual_exclusion_violations // "-")"
+					"\($unit)/s; exclusion violations \($a | map(.mutual_exclusion_violations) | total // "-") / \($b | map(.mutual_exclusion_violations) | total // "-")"
 				else "\($unit)/s" end) as $note |
-				"| \($mode) | \(lbl) | \($z.throughput | num | f0) | \($r.throughput | num | f0) | \(ratio($z.throughput; $r.throughput)) | \($z.latency.p99_us | num | ms) | \($r.latency.p99_us | num | ms) | \(ratio($z.latency.p99_us; $r.latency.p99_us)) | \($note)\(if ($z|errs) != "" then "; ZooKeeper" + ($z|errs) else "" end)\(if ($r|errs) != "" then "; zkraft" + ($r|errs) else "" end) |"
+				($a | map(select(.workload == null)) | length) as $zfail |
+				($b | map(select(.workload == null)) | length) as $rfail |
+				"| \($mode) | \(lbl) | \($a | tp | f0) | \($b | tp | f0) | \(ratio($a | tp; $b | tp)) | \($a | p99 | ms) | \($b | p99 | ms) | \(ratio($a | p99; $b | p99)) | \($note)" +
+				(if ($a | errs) != "" then "; ZooKeeper errors: " + ($a | errs) else "" end) +
+				(if ($b | errs) != "" then "; zkraft errors: " + ($b | errs) else "" end) +
+				(if $zfail > 0 then "; ZooKeeper runs failed: \($zfail)" else "" end) +
+				(if $rfail > 0 then "; zkraft runs failed: \($rfail)" else "" end) + " |"
 			'
 		done
 	done
 } >"$table"
 
+loads="$(awk '{print $6}' "$out/loadavg.txt" | sort -n | sed -n '1p;$p' | paste -sd' ')"
 echo
-echo "zkraft / ZooKeeper, one server at a time on $(nproc) cores shared with the client; duration $duration, warm-up $warmup, $load_sessions sessions for the load workloads"
+echo "zkraft / ZooKeeper, one server at a time on $(nproc) cores shared with the client; duration $duration, warm-up $warmup,"
+echo "$load_sessions sessions for the load workloads; median of $repeat run(s) each, alternating which server goes first;"
+echo "1-minute load average before the runs: min ${loads% *}, max ${loads#* } (other processes on the machine count too)"
 echo "(ratio: zkraft/ZooKeeper throughput, higher is better; p99 ratio: zkraft/ZooKeeper, lower is better)"
 echo
 cat "$table"
 echo
-log "JSON results and the table: $out"
+log "JSON results, load averages and the table: $out"

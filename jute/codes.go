@@ -41,14 +41,18 @@ const (
 	OpSetWatches2          OpCode = 105
 	OpAddWatch             OpCode = 106
 	OpWhoAmI               OpCode = 107
-	OpCreateSession        OpCode = -10
-	OpCloseSession         OpCode = -11
-	OpError                OpCode = -1
+	// zkraft extension ops, outside ZooKeeper's and ClickHouse Keeper's
+	// ranges (see extension.go).
+	OpWatchFrom     OpCode = 1000
+	OpUnwatchFrom   OpCode = 1001
+	OpCreateSession OpCode = -10
+	OpCloseSession  OpCode = -11
+	OpError         OpCode = -1
 )
 
 // AllOpCodes lists every OpCode constant above.
 var AllOpCodes = []OpCode{
-	OpNotification, OpCreate, OpDelete, OpExists, OpGetData, OpSetData, OpGetACL, OpSetACL, OpGetChildren, OpSync, OpPing, OpGetChildren2, OpCheck, OpMulti, OpCreate2, OpReconfig, OpCheckWatches, OpRemoveWatches, OpCreateContainer, OpDeleteContainer, OpCreateTTL, OpMultiRead, OpAuth, OpSetWatches, OpSASL, OpGetEphemerals, OpGetAllChildrenNumber, OpSetWatches2, OpAddWatch, OpWhoAmI, OpCreateSession, OpCloseSession, OpError,
+	OpNotification, OpCreate, OpDelete, OpExists, OpGetData, OpSetData, OpGetACL, OpSetACL, OpGetChildren, OpSync, OpPing, OpGetChildren2, OpCheck, OpMulti, OpCreate2, OpReconfig, OpCheckWatches, OpRemoveWatches, OpCreateContainer, OpDeleteContainer, OpCreateTTL, OpMultiRead, OpAuth, OpSetWatches, OpSASL, OpGetEphemerals, OpGetAllChildrenNumber, OpSetWatches2, OpAddWatch, OpWhoAmI, OpWatchFrom, OpUnwatchFrom, OpCreateSession, OpCloseSession, OpError,
 }
 
 var opNames = map[OpCode]string{
@@ -82,6 +86,8 @@ var opNames = map[OpCode]string{
 	OpSetWatches2:          "setWatches2",
 	OpAddWatch:             "addWatch",
 	OpWhoAmI:               "whoAmI",
+	OpWatchFrom:            "watchFrom",
+	OpUnwatchFrom:          "unwatchFrom",
 	OpCreateSession:        "createSession",
 	OpCloseSession:         "closeSession",
 	OpError:                "error",
@@ -136,6 +142,9 @@ const (
 	ErrSessionClosedRequireSASLAuth ErrCode = -124
 	ErrQuotaExceeded                ErrCode = -125
 	ErrThrottledOp                  ErrCode = -127
+	// ErrHistoryCompacted is zkraft's answer to watchFrom with a zxid older
+	// than the retained history; the reply carries a CompactedResponse.
+	ErrHistoryCompacted ErrCode = -1000
 )
 
 var errNames = map[ErrCode]string{
@@ -171,6 +180,7 @@ var errNames = map[ErrCode]string{
 	ErrSessionClosedRequireSASLAuth: "SESSIONCLOSEDREQUIRESASLAUTH",
 	ErrQuotaExceeded:                "QUOTAEXCEEDED",
 	ErrThrottledOp:                  "THROTTLEDOP",
+	ErrHistoryCompacted:             "HISTORYCOMPACTED",
 }
 
 // String returns the KeeperException.Code name, e.g. "NONODE", or

@@ -27,8 +27,8 @@ func TestTableCoversAllOpCodes(t *testing.T) {
 			t.Errorf("NewRequest(%v) returned a shared record", op)
 		}
 	}
-	if len(AllOpCodes) != 33 {
-		t.Errorf("AllOpCodes has %d codes, want 33", len(AllOpCodes))
+	if len(AllOpCodes) != 35 {
+		t.Errorf("AllOpCodes has %d codes, want 35 (ZooKeeper 3.9s 33 and zkraft watchFrom, unwatchFrom)", len(AllOpCodes))
 	}
 	for _, op := range []OpCode{10, 23, 99, 108, -2, -12} {
 		if _, ok := NewRequest(op); ok {
@@ -72,6 +72,8 @@ func TestTableSpecificEntries(t *testing.T) {
 		{OpGetAllChildrenNumber, "*jute.GetAllChildrenNumberRequest", "*jute.GetAllChildrenNumberResponse"},
 		{OpAddWatch, "*jute.AddWatchRequest", "*jute.ErrorResponse"},
 		{OpWhoAmI, "*jute.Empty", "*jute.WhoAmIResponse"},
+		{OpWatchFrom, "*jute.WatchFromRequest", "*jute.WatchFromResponse"},
+		{OpUnwatchFrom, "*jute.UnwatchFromRequest", "*jute.Empty"},
 		{OpCreateSession, "*jute.ConnectRequest", "*jute.ConnectResponse"},
 		{OpCloseSession, "*jute.Empty", "*jute.Empty"},
 		{OpError, "*jute.ErrorResponse", "*jute.ErrorResponse"},
@@ -98,7 +100,7 @@ func TestOpCodeNames(t *testing.T) {
 		OpDeleteContainer: "deleteContainer", OpCreateTTL: "createTTL", OpMultiRead: "multiRead",
 		OpAuth: "auth", OpSetWatches: "setWatches", OpSASL: "sasl", OpGetEphemerals: "getEphemerals",
 		OpGetAllChildrenNumber: "getAllChildrenNumber", OpSetWatches2: "setWatches2", OpAddWatch: "addWatch",
-		OpWhoAmI: "whoAmI", OpCreateSession: "createSession", OpCloseSession: "closeSession", OpError: "error",
+		OpWhoAmI: "whoAmI", OpWatchFrom: "watchFrom", OpUnwatchFrom: "unwatchFrom", OpCreateSession: "createSession", OpCloseSession: "closeSession", OpError: "error",
 	}
 	if len(want) != len(AllOpCodes) {
 		t.Fatalf("name table has %d entries, AllOpCodes %d", len(want), len(AllOpCodes))

@@ -57,6 +57,10 @@ func NewRequest(op OpCode) (Record, bool) {
 		return &GetAllChildrenNumberRequest{}, true
 	case OpAddWatch:
 		return &AddWatchRequest{}, true
+	case OpWatchFrom:
+		return &WatchFromRequest{}, true
+	case OpUnwatchFrom:
+		return &UnwatchFromRequest{}, true
 	case OpPing, OpCloseSession, OpWhoAmI:
 		return &Empty{}, true
 	case OpCreateSession:
@@ -110,6 +114,10 @@ func NewResponse(op OpCode) (Record, bool) {
 		return &ErrorResponse{}, true
 	case OpWhoAmI:
 		return &WhoAmIResponse{}, true
+	case OpWatchFrom:
+		return &WatchFromResponse{}, true
+	case OpUnwatchFrom:
+		return &Empty{}, true
 	case OpCreateSession:
 		return &ConnectResponse{}, true
 	case OpError:

@@ -68,6 +68,12 @@ type Config struct {
 	Options znode.Options
 	// Sink receives applied events; nil discards them.
 	Sink EventSink
+	// HistoryMax bounds the change history kept for resumable watches, in
+	// events. Default 100000.
+	HistoryMax int64
+	// HistoryMaxAge drops history older than this many milliseconds (by
+	// the time carried in the commands). 0 keeps history by count only.
+	HistoryMaxAge int64
 }
 
 // NewFactory returns a Dragonboat factory for on-disk state machines.
@@ -79,11 +85,13 @@ func NewFactory(cfg Config) sm.CreateOnDiskStateMachineFunc {
 
 // StateMachine is the Dragonboat IOnDiskStateMachine of one replica.
 type StateMachine struct {
-	shardID   uint64
-	replicaID uint64
-	dir       string
-	opts      znode.Options
-	sink      EventSink
+	shardID    uint64
+	replicaID  uint64
+	dir        string
+	opts       znode.Options
+	sink       EventSink
+	histMax    int64
+	histMaxAge int64
 
 	// mu orders Update against Lookup: Update holds it for writing from the
 	// first read of its batch until the sink has taken its events; Lookup
@@ -100,13 +108,19 @@ var _ sm.IOnDiskStateMachine = (*StateMachine)(nil)
 
 // New returns an unopened state machine.
 func New(cfg Config, shardID, replicaID uint64) *StateMachine {
-	return &StateMachine{
-		shardID:   shardID,
-		replicaID: replicaID,
-		dir:       filepath.Join(cfg.Dir, fmt.Sprintf("shard-%d-replica-%d", shardID, replicaID)),
-		opts:      cfg.Options,
-		sink:      cfg.Sink,
+	s := &StateMachine{
+		shardID:    shardID,
+		replicaID:  replicaID,
+		dir:        filepath.Join(cfg.Dir, fmt.Sprintf("shard-%d-replica-%d", shardID, replicaID)),
+		opts:       cfg.Options,
+		sink:       cfg.Sink,
+		histMax:    cfg.HistoryMax,
+		histMaxAge: cfg.HistoryMaxAge,
 	}
+	if s.histMax <= 0 {
+		s.histMax = 100000
+	}
+	return s
 }
 
 func pebbleOptions() *pebble.Options {
@@ -197,6 +211,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	defer b.Close()
 	a := applier{kv: pebbleKV{r: b, w: b}, opts: s.opts, zxid: s.mu.zxid}
 	applied := s.mu.applied
+	times := map[int64]int64{} // zxid -> command time, for history
+	var now int64
 	for i := range entries {
 		e := &entries[i]
 		if e.Index <= applied {
@@ -210,11 +226,21 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("raftsm: entry %d: %w", e.Index, err)
 		}
+		before := a.zxid
 		reply, err := a.apply(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("raftsm: entry %d (%s): %w", e.Index, cmd.Kind, err)
 		}
 		e.Result = sm.Result{Value: uint64(reply.Zxid), Data: marshal(reply)}
+		if cmd.Time > now {
+			now = cmd.Time
+		}
+		if a.zxid != before {
+			times[a.zxid] = cmd.Time
+		}
+	}
+	if err := s.appendHistory(b, a.events, times, now); err != nil {
+		return nil, fmt.Errorf("raftsm: history: %w", err)
 	}
 	if err := putMeta(b, applied, a.zxid); err != nil {
 		return nil, err
@@ -234,6 +260,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 // inside the ReadFunc it is passed to.
 type View struct {
 	kv   pebbleKV
+	db   *pebble.DB
 	zxid int64
 }
 
@@ -334,7 +361,7 @@ func (s *StateMachine) Lookup(query any) (any, error) {
 	if s.mu.db == nil {
 		return nil, ErrClosed
 	}
-	return fn(View{kv: pebbleKV{r: s.mu.db}, zxid: s.mu.zxid})
+	return fn(View{kv: pebbleKV{r: s.mu.db}, db: s.mu.db, zxid: s.mu.zxid})
 }
 
 // Sync makes everything applied so far durable.

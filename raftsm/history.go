@@ -1,0 +1,249 @@
+package raftsm
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// The change history behind resumable watches. Every watch trigger an
+// Update applies is also appended here, keyed by zxid, in the same Pebble
+// batch:
+//
+//	'h' zxid(8, BE) seq(2, BE)   int32 event type, ustring path, long time (ms),
+//	                             ACL vector (null when anyone may read)
+//	m:hfloor                     every change with zxid > hfloor is retained
+//	m:hcount                     records retained
+//
+// Trimming is deterministic: by count and by age measured against the time
+// carried in the newest command of the Update, always whole zxids at a time
+// so the events of one multi are kept or dropped together.
+const spaceHistory = 'h'
+
+var (
+	keyHistFloor = []byte("m:hfloor")
+	keyHistCount = []byte("m:hcount")
+)
+
+// HistoryEvent is one retained change.
+type HistoryEvent struct {
+	Zxid int64
+	Type jute.EventType
+	Path string
+	Time int64
+	ACL  []jute.ACL // nil: anyone may read
+}
+
+func historyKey(zxid int64, seq uint16) []byte {
+	k := make([]byte, 11)
+	k[0] = spaceHistory
+	binary.BigEndian.PutUint64(k[1:], uint64(zxid))
+	binary.BigEndian.PutUint16(k[9:], seq)
+	return k
+}
+
+func historyZxid(key []byte) int64 { return int64(binary.BigEndian.Uint64(key[1:9])) }
+
+func encodeHistory(e *HistoryEvent) []byte {
+	w := jute.NewWriter(32 + len(e.Path))
+	w.Int(int32(e.Type))
+	w.String(e.Path)
+	w.Long(e.Time)
+	w.ACLs(e.ACL)
+	return w.Bytes()
+}
+
+func decodeHistory(key, val []byte) (HistoryEvent, error) {
+	r := jute.NewReader(val)
+	e := HistoryEvent{Zxid: historyZxid(key)}
+	e.Type = jute.EventType(r.Int())
+	e.Path = r.String()
+	e.Time = r.Long()
+	e.ACL = r.ACLs()
+	if err := r.Err(); err != nil {
+		return e, fmt.Errorf("%w: history record: %w", ErrBadSnapshot, err)
+	}
+	return e, nil
+}
+
+func readableByAnyone(acl []jute.ACL) bool {
+	if len(acl) == 0 {
+		return true
+	}
+	for _, a := range acl {
+		if a.Perms&jute.PermRead != 0 && a.ID.Scheme == "world" && a.ID.ID == "anyone" {
+			return true
+		}
+	}
+	return false
+}
+
+func getInt64(r reader, key []byte) (int64, error) {
+	v, err := getValue(r, key)
+	if err != nil || len(v) != 8 {
+		return 0, err
+	}
+	return int64(binary.BigEndian.Uint64(v)), nil
+}
+
+func putInt64(w writer, key []byte, v int64) error {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(v))
+	return w.Set(key, b[:], nil)
+}
+
+// appendHistory records the watch events of an Update and trims.
+func (s *StateMachine) appendHistory(b *pebble.Batch, events []Event, times map[int64]int64, now int64) error {
+	count, err := getInt64(b, keyHistCount)
+	if err != nil {
+		return err
+	}
+	var seq uint16
+	var last int64 = -1
+	added := int64(0)
+	for i := range events {
+		ev := &events[i]
+		if ev.Kind != EventWatch {
+			continue
+		}
+		if ev.Zxid != last {
+			last, seq = ev.Zxid, 0
+		}
+		he := HistoryEvent{Type: ev.Type, Path: ev.Path, Time: times[ev.Zxid]}
+		if !readableByAnyone(ev.ACL) {
+			he.ACL = ev.ACL
+		}
+		if err := b.Set(historyKey(ev.Zxid, seq), encodeHistory(&he), nil); err != nil {
+			return err
+		}
+		seq++
+		added++
+	}
+	count += added
+	if count > s.histMax || (s.histMaxAge > 0 && added > 0) {
+		if count, err = s.trimHistory(b, count, now); err != nil {
+			return err
+		}
+	}
+	return putInt64(b, keyHistCount, count)
+}
+
+// trimHistory drops the oldest whole zxids while more than histMax records
+// are kept or the oldest is older than histMaxAge before now.
+func (s *StateMachine) trimHistory(b *pebble.Batch, count, now int64) (int64, error) {
+	lo := []byte{spaceHistory}
+	it := b.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	defer it.Close()
+	var floor int64 = -1
+	var pending [][]byte
+	var pendingZxid int64 = -1
+	flush := func() error {
+		for _, k := range pending {
+			if err := b.Delete(k, nil); err != nil {
+				return err
+			}
+		}
+		count -= int64(len(pending))
+		floor = pendingZxid
+		pending = pending[:0]
+		return nil
+	}
+	for it.First(); it.Valid(); it.Next() {
+		z := historyZxid(it.Key())
+		if z != pendingZxid {
+			if pendingZxid >= 0 {
+				if err := flush(); err != nil {
+					return 0, err
+				}
+			}
+			overCount := count > s.histMax
+			tooOld := false
+			if s.histMaxAge > 0 {
+				e, err := decodeHistory(it.Key(), it.Value())
+				if err != nil {
+					return 0, err
+				}
+				tooOld = now-e.Time > s.histMaxAge
+			}
+			if !overCount && !tooOld {
+				break
+			}
+			pendingZxid = z
+		}
+		pending = append(pending, append([]byte(nil), it.Key()...))
+	}
+	if err := it.Error(); err != nil {
+		return 0, err
+	}
+	if len(pending) > 0 && (count > s.histMax || pendingZxid >= 0) {
+		// The loop ended inside a zxid that was to be dropped.
+		if err := flush(); err != nil {
+			return 0, err
+		}
+	}
+	if floor >= 0 {
+		if err := putInt64(b, keyHistFloor, floor); err != nil {
+			return 0, err
+		}
+	}
+	return count, nil
+}
+
+// HistoryFloor is the zxid after which every change is retained.
+func (v View) HistoryFloor() (int64, error) { return getInt64(v.kv.r, keyHistFloor) }
+
+// History is a consistent iterator over retained changes, valid after the
+// ReadFunc that opened it returns; Close releases it.
+type History struct {
+	snap *pebble.Snapshot
+	it   *pebble.Iterator
+	err  error
+}
+
+// HistoryAfter opens an iterator over the changes with zxid > from, as of
+// this view. The caller checks from against HistoryFloor first.
+func (v View) HistoryAfter(from int64) (*History, error) {
+	if v.db == nil {
+		return nil, ErrClosed
+	}
+	snap := v.db.NewSnapshot()
+	lo := historyKey(from+1, 0)
+	hi := historyKey(v.zxid+1, 0)
+	it := snap.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
+	it.First()
+	return &History{snap: snap, it: it}, nil
+}
+
+// Next returns the next change, false at the end or on error (see Err).
+func (h *History) Next() (HistoryEvent, bool) {
+	if h.err != nil || !h.it.Valid() {
+		return HistoryEvent{}, false
+	}
+	e, err := decodeHistory(h.it.Key(), h.it.Value())
+	if err != nil {
+		h.err = err
+		return HistoryEvent{}, false
+	}
+	h.it.Next()
+	return e, true
+}
+
+// Err is the first error met.
+func (h *History) Err() error {
+	if h.err != nil {
+		return h.err
+	}
+	return h.it.Error()
+}
+
+// Close releases the snapshot.
+func (h *History) Close() error {
+	err := h.it.Close()
+	if serr := h.snap.Close(); err == nil {
+		err = serr
+	}
+	return err
+}

@@ -1,0 +1,107 @@
+package raftsm
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
+)
+
+func historyOf(t *testing.T, h *harness, from int64) (floor int64, evs []HistoryEvent) {
+	t.Helper()
+	h.view(func(v View) (any, error) {
+		var err error
+		if floor, err = v.HistoryFloor(); err != nil {
+			return nil, err
+		}
+		it, err := v.HistoryAfter(from)
+		if err != nil {
+			return nil, err
+		}
+		defer it.Close()
+		for {
+			e, ok := it.Next()
+			if !ok {
+				break
+			}
+			evs = append(evs, e)
+		}
+		return nil, it.Err()
+	})
+	return floor, evs
+}
+
+func TestHistoryRecordsEveryTriggerInZxidOrder(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	const s1 = 7
+	h.apply(createSession(s1, 30000))
+	start := h.zxid()
+	h.apply(request(s1, jute.OpCreate, &jute.CreateRequest{Path: "/a", ACL: znode.OpenACL}))
+	secret := []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "digest", ID: "u:x"}}}
+	h.apply(request(s1, jute.OpCreate, &jute.CreateRequest{Path: "/a/s", ACL: secret}))
+	h.apply(request(s1, jute.OpMulti, &jute.MultiRequest{Ops: []jute.MultiOp{
+		{Type: jute.OpSetData, Req: &jute.SetDataRequest{Path: "/a", Data: []byte("x"), Version: -1}},
+		{Type: jute.OpDelete, Req: &jute.DeleteRequest{Path: "/a/s", Version: -1}},
+	}}))
+	floor, evs := historyOf(t, h, start)
+	if floor != 0 {
+		t.Fatalf("floor %d, want 0", floor)
+	}
+	got := ""
+	for _, e := range evs {
+		got += fmt.Sprintf("%d:%s:%s;", e.Zxid-start, e.Type, e.Path)
+	}
+	want := "1:NodeCreated:/a;1:NodeChildrenChanged:/;2:NodeCreated:/a/s;2:NodeChildrenChanged:/a;" +
+		"3:NodeDataChanged:/a;3:NodeDeleted:/a/s;3:NodeChildrenChanged:/a;"
+	if got != want {
+		t.Fatalf("history\n got %s\nwant %s", got, want)
+	}
+	if evs[2].ACL == nil || evs[0].ACL != nil {
+		t.Fatalf("ACLs kept only for nodes not readable by anyone: %+v", evs[:3])
+	}
+	// From a later zxid: only what follows.
+	_, later := historyOf(t, h, start+2)
+	if len(later) != 3 || later[0].Zxid != start+3 {
+		t.Fatalf("history after %d: %+v", start+2, later)
+	}
+}
+
+func TestHistoryTrimsWholeZxidsByCount(t *testing.T) {
+	dir := t.TempDir()
+	h := newHarness(t, dir)
+	h.sm.histMax = 5
+	const s1 = 7
+	h.apply(createSession(s1, 30000))
+	for i := 0; i < 6; i++ {
+		// Each create records two events (the node and its parent).
+		h.apply(request(s1, jute.OpCreate, &jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), ACL: znode.OpenACL}))
+	}
+	floor, evs := historyOf(t, h, 0)
+	if len(evs) > 5 || len(evs)%2 != 0 {
+		t.Fatalf("%d events kept, want at most 5 in whole zxids: %+v", len(evs), evs)
+	}
+	if evs[0].Zxid != floor+1 {
+		t.Fatalf("floor %d but oldest kept zxid %d", floor, evs[0].Zxid)
+	}
+	if last := evs[len(evs)-1]; last.Path != "/" || last.Zxid != h.zxid() {
+		t.Fatalf("newest event %+v, zxid %d", last, h.zxid())
+	}
+}
+
+func TestHistoryTrimsByAge(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	h.sm.histMaxAge = 1000
+	const s1 = 7
+	h.apply(createSession(s1, 30000))
+	old := request(s1, jute.OpCreate, &jute.CreateRequest{Path: "/old", ACL: znode.OpenACL})
+	old.Time = 10_000
+	h.apply(old)
+	recent := request(s1, jute.OpCreate, &jute.CreateRequest{Path: "/new", ACL: znode.OpenACL})
+	recent.Time = 20_000
+	h.apply(recent)
+	floor, evs := historyOf(t, h, 0)
+	if len(evs) != 2 || evs[0].Path != "/new" || floor != evs[0].Zxid-1 {
+		t.Fatalf("floor %d events %+v: want only /new's two events", floor, evs)
+	}
+}

@@ -29,7 +29,14 @@ func startEmbedded(dataDir string) (addr string, stop func(), err error) {
 		DataDir:         dataDir,
 		TickTime:        time.Duration(tickMs) * time.Millisecond,
 		FourLetterWords: []string{"*"},
-		Logger:          slog.New(slog.NewTextHandler(logOut, nil)),
+		// The same server settings as scripts/zk-differential.sh gives
+		// ZooKeeper: TTL nodes on, a 1 s container/TTL check, the super
+		// digest of "super:secret", hard quota limits enforced.
+		ExtendedTypes:          true,
+		ContainerCheckInterval: time.Second,
+		SuperDigest:            "super:lK75jTNcA+U9vtVEw5vB51mj/w4=",
+		EnforceQuota:           true,
+		Logger:                 slog.New(slog.NewTextHandler(logOut, nil)),
 	})
 	if err != nil {
 		return "", nil, err

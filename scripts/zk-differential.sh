@@ -14,6 +14,13 @@
 #
 #     scripts/zk-differential.sh -v -run 'TestWatch'
 #
+# The server runs with the settings the suite expects (the embedded zkraft of
+# conformance/embedded_test.go is configured the same way):
+#   zookeeper.extendedTypesEnabled=true        TTL nodes (createTTL)
+#   znode.container.checkIntervalMs=1000       container/TTL reaper every second
+#   zookeeper.DigestAuthenticationProvider.superDigest=super:<digest of super:secret>
+#   zookeeper.enforceQuota=true                hard quota limits fail writes
+#
 # Environment:
 #   ZK_PORT       first port to try (default 22181); the next free one is used
 #   ZK_KEEP_TMP   if non-empty, keep the temporary directory (server log) on exit
@@ -177,6 +184,10 @@ EOF
 		-Dlog4j.configuration="file:$tmp/conf/log4j.properties" \
 		-Dzookeeper.log.dir="$tmp" \
 		-Dzookeeper.admin.enableServer=false \
+		-Dzookeeper.extendedTypesEnabled=true \
+		-Dznode.container.checkIntervalMs=1000 \
+		-Dzookeeper.DigestAuthenticationProvider.superDigest=super:lK75jTNcA+U9vtVEw5vB51mj/w4= \
+		-Dzookeeper.enforceQuota=true \
 		-cp "$cp" \
 		org.apache.zookeeper.server.ZooKeeperServerMain "$tmp/conf/zoo.cfg" \
 		>"$tmp/stdout.log" 2>&1 </dev/null &

@@ -116,7 +116,7 @@ func sameACL(a, b []zk.ACL) bool {
 	return slices.Equal(a, b)
 }
 
-// zkraft: fails as of 82f6f0e
+// zkraft: fails as of 73a299c
 func TestAuthDigest(t *testing.T) {
 	base := uniquePath(t)
 	c := rawSession(t, 10000)
@@ -160,7 +160,7 @@ func TestAuthDigest(t *testing.T) {
 	addAuth(t, g, "alice:secret")
 }
 
-// zkraft: fails as of 82f6f0e
+// zkraft: fails as of 73a299c
 func TestAuthFailureClosesConnection(t *testing.T) {
 	base := uniquePath(t)
 	sentinel := mustCreate(t, admin, base+"/sentinel", []byte("s"), 0)
@@ -190,7 +190,6 @@ func TestAuthFailureClosesConnection(t *testing.T) {
 	checkServerHealthy(t, sentinel, []byte("s"))
 }
 
-// zkraft: fails as of 82f6f0e
 func TestCreateWithAuthACL(t *testing.T) {
 	// The nodes are ephemerals of their creators, gone with their sessions
 	// (nobody else may delete them).
@@ -378,7 +377,6 @@ func TestACLPermissionPerOp(t *testing.T) {
 	})
 }
 
-// zkraft: fails as of 82f6f0e
 func TestACLDigestAndMasking(t *testing.T) {
 	// The nodes are ephemerals of alice, gone with her session.
 	base := uniquePath(t)
@@ -438,7 +436,6 @@ func TestACLDigestAndMasking(t *testing.T) {
 	}
 }
 
-// zkraft: fails as of 82f6f0e
 func TestSuperDigest(t *testing.T) {
 	base := uniquePath(t)
 	superConn(t, base)

@@ -178,9 +178,11 @@ func initTree(db *pebble.DB) error {
 		// DataTree creates them with new byte[0]: getData answers an
 		// empty buffer, not a null one.
 		{"/", &znode.Node{Data: []byte{}, ACL: znode.OpenACL, NumChildren: 1}},
-		{znode.ZooKeeperPath, &znode.Node{Data: []byte{}, ACL: znode.OpenACL, NumChildren: 2}},
+		{znode.ZooKeeperPath, &znode.Node{Data: []byte{}, ACL: znode.OpenACL, NumChildren: 3}},
 		{znode.QuotaPath, &znode.Node{Data: []byte{}, ACL: znode.OpenACL}},
 		{znode.ConfigPath, &znode.Node{Data: []byte{}, ACL: znode.ReadACLUnsafe, Aversion: -1}},
+		// zkraft's feature node: how clients discover the extensions.
+		{znode.FeaturesPath, &znode.Node{Data: []byte(znode.Features), ACL: znode.ReadACLUnsafe}},
 	}
 	for _, x := range nodes {
 		if err := kv.Put(x.path, x.n); err != nil {

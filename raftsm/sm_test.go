@@ -30,7 +30,7 @@ func TestOpenInitialTree(t *testing.T) {
 		// A fresh ZooKeeper shows cversion -1 for / and -2 for /zookeeper
 		// (2*stored - numChildren with stored 0).
 		{"/", jute.Stat{Cversion: -1, NumChildren: 1}, znode.OpenACL, []string{"zookeeper"}},
-		{"/zookeeper", jute.Stat{Cversion: -2, NumChildren: 2}, znode.OpenACL, []string{"config", "quota"}},
+		{"/zookeeper", jute.Stat{Cversion: -3, NumChildren: 3}, znode.OpenACL, []string{"config", "quota", "zkraft"}},
 		{"/zookeeper/quota", jute.Stat{}, znode.OpenACL, []string{}},
 		{"/zookeeper/config", jute.Stat{Aversion: -1}, znode.ReadACLUnsafe, []string{}},
 	} {

@@ -23,14 +23,15 @@ type cell struct {
 	shardID   uint64
 	replicaID uint64
 
-	zxid     atomic.Int64  // last zxid applied on this member
-	leader   atomic.Bool   // this member leads the shard
-	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
-	resets   atomic.Int64  // states installed from another replica's snapshot
-	ids      *session.IDGenerator
-	alive    session.KeepAlives
-	tracker  *session.Tracker
-	watches  *registry
+	zxid       atomic.Int64  // last zxid applied on this member
+	leader     atomic.Bool   // this member leads the shard
+	leaderID   atomic.Uint64 // the shard's leader as last reported, 0 if none
+	resets     atomic.Int64  // states installed from another replica's snapshot
+	ids        *session.IDGenerator
+	alive      session.KeepAlives
+	tracker    *session.Tracker
+	watches    *registry
+	resumables *resumables
 
 	// mu guards the session-to-connection table.
 	mu struct {
@@ -43,12 +44,13 @@ var _ raftsm.EventSink = (*cell)(nil)
 
 func newCell(s *Server, shardID, replicaID uint64) *cell {
 	c := &cell{
-		srv:       s,
-		shardID:   shardID,
-		replicaID: replicaID,
-		ids:       session.NewIDGenerator(uint8(replicaID), time.Now().UnixMilli()),
-		tracker:   session.NewTracker(session.SystemClock{}, s.cfg.TickTime),
-		watches:   newRegistry(),
+		srv:        s,
+		shardID:    shardID,
+		replicaID:  replicaID,
+		ids:        session.NewIDGenerator(uint8(replicaID), time.Now().UnixMilli()),
+		tracker:    session.NewTracker(session.SystemClock{}, s.cfg.TickTime),
+		watches:    newRegistry(),
+		resumables: newResumables(),
 	}
 	c.mu.owners = map[int64]*conn{}
 	return c
@@ -60,6 +62,7 @@ func newCell(s *Server, shardID, replicaID uint64) *cell {
 // change.
 func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 	c.zxid.Store(zxid)
+	c.resumables.applied(events)
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {

@@ -103,6 +103,11 @@ type Config struct {
 	// SnapshotEntries is how many log entries pass between Raft snapshots,
 	// after which the log is compacted. Default 100000.
 	SnapshotEntries uint64
+	// HistoryMax and HistoryMaxAge bound the change history kept for
+	// resumable watches (events, and age). Defaults 100000 events and no
+	// age limit. Every member must use the same values.
+	HistoryMax    int64
+	HistoryMaxAge time.Duration
 	// ProposalTimeout bounds how long a write may wait for Raft. Default 10s.
 	ProposalTimeout time.Duration
 	// Logger receives structured logs. Default slog.Default().

@@ -56,7 +56,8 @@ type conn struct {
 	// watch delivery reads it.
 	auth atomic.Pointer[[]jute.ID]
 
-	closingSession atomic.Bool // a closeSession is in flight
+	closingSession atomic.Bool    // a closeSession is in flight
+	bg             sync.WaitGroup // resumable-watch replays; serve waits
 	queue          chan *pending
 	done           chan struct{}
 	closeOnce      sync.Once
@@ -79,6 +80,7 @@ type pending struct {
 	rs         *dragonboat.RequestState // a proposed write
 	exec       func() (*result, error)  // a read, run in order
 	executed   chan struct{}            // closed once exec has run (reads only)
+	after      func()                   // runs after the reply is queued
 	frame      []byte                   // a ready reply
 	closeAfter bool
 }
@@ -88,6 +90,11 @@ type result struct {
 	zxid int64
 	err  jute.ErrCode
 	resp jute.Record
+	// errBody is sent with a non-OK err (zkraft's extension only; a
+	// ZooKeeper error reply is the header alone).
+	errBody jute.Record
+	// after runs once the reply is queued (starts a resumable replay).
+	after func()
 }
 
 func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
@@ -141,7 +148,9 @@ func (c *conn) serve() {
 		}
 		flush.Wait() // a graceful close ends once the outbox is written
 		c.close()
+		c.bg.Wait()
 		c.cell.watches.removeConn(c)
+		c.cell.resumables.removeConn(c)
 		if c.sessionID != 0 {
 			c.cell.detach(c.sessionID, c)
 		}
@@ -428,6 +437,9 @@ func (c *conn) processor() {
 			continue // drain, releasing request states
 		}
 		c.enqueue(frame)
+		if p.after != nil {
+			p.after()
+		}
 		if p.closeAfter {
 			c.closeAfterFlush()
 		}
@@ -459,6 +471,10 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 		close(p.executed)
 		if err != nil {
 			return nil, err
+		}
+		p.after = res.after
+		if res.err != jute.ErrOK && res.errBody != nil {
+			return jute.AppendFrame(nil, &jute.ReplyHeader{Xid: p.xid, Zxid: res.zxid, Err: res.err}, res.errBody), nil
 		}
 		return replyFrame(p.xid, res.zxid, res.err, res.resp), nil
 	}

@@ -205,6 +205,10 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			res.zxid = -1
 			return res, nil
 		}, true
+	case jute.OpWatchFrom:
+		return c.watchFromOp(body), true
+	case jute.OpUnwatchFrom:
+		return c.unwatchFromOp(body), true
 	case jute.OpAddWatch:
 		req := new(jute.AddWatchRequest)
 		if err := decode(req); err != nil {

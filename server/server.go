@@ -111,9 +111,11 @@ func New(cfg Config) (*Server, error) {
 	s.cell = c
 	ll.s.Store(s)
 	smCfg := raftsm.Config{
-		Dir:     filepath.Join(cfg.DataDir, "state"),
-		Options: znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
-		Sink:    c,
+		Dir:           filepath.Join(cfg.DataDir, "state"),
+		Options:       znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
+		Sink:          c,
+		HistoryMax:    cfg.HistoryMax,
+		HistoryMaxAge: int64(cfg.HistoryMaxAge / time.Millisecond),
 	}
 	rc := dbconfig.Config{
 		ShardID:            cfg.ShardID,
@@ -183,7 +185,9 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) waitReady(limit time.Duration) error {
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if _, _, ok, err := s.nh.GetLeaderID(s.cfg.ShardID); err == nil && ok {
+		// The cell learns of the leader from Dragonboat's event; wait for
+		// that too, or the first clients would be refused as "no leader".
+		if _, _, ok, err := s.nh.GetLeaderID(s.cfg.ShardID); err == nil && ok && s.cell.serving() {
 			return nil
 		}
 		time.Sleep(10 * time.Millisecond)

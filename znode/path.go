@@ -70,7 +70,7 @@ func Join(parent, child string) string {
 // delete.
 func IsSpecial(path string) bool {
 	switch path {
-	case "/", ZooKeeperPath, QuotaPath, ConfigPath:
+	case "/", ZooKeeperPath, QuotaPath, ConfigPath, FeaturesPath:
 		return true
 	}
 	return false
@@ -81,4 +81,10 @@ const (
 	ZooKeeperPath = "/zookeeper"
 	QuotaPath     = "/zookeeper/quota"
 	ConfigPath    = "/zookeeper/config"
+	// FeaturesPath is where clients discover zkraft's extensions; standard
+	// ZooKeeper has no such node.
+	FeaturesPath = "/zookeeper/zkraft"
 )
+
+// Features is the data of FeaturesPath: one extension per line.
+const Features = "watchFrom=1\n"

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -217,6 +218,13 @@ func (c *rawConn) call(xid int32, op jute.OpCode, req jute.Record) *jute.ReplyHe
 // zkraft served.
 func TestRoundTrip(t *testing.T) {
 	zktest.Require(t)
+	// go-zookeeper requests have no deadline: fail fast, with every
+	// goroutine's stack, rather than at go test's 10-minute timeout.
+	watchdog := time.AfterFunc(2*time.Minute, func() {
+		buf := make([]byte, 1<<20)
+		panic(fmt.Sprintf("TestRoundTrip hung:\n%s", buf[:runtime.Stack(buf, true)]))
+	})
+	defer watchdog.Stop()
 	want, err := zktest.ReadDump(filepath.Join(fixtures, "plain", "expected.json"))
 	if err != nil {
 		t.Fatal(err)
@@ -270,10 +278,12 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatalf("reconnect %#x: %+v", s.ID, resp)
 		}
 		for _, e := range s.Ephemerals {
-			h := rc.call(1, jute.OpExists, &jute.ExistsRequest{Path: e})
-			if h.Err != jute.ErrOK {
-				t.Errorf("session %#x: its ephemeral %s: %v", s.ID, e, h.Err)
+			if _, st, err := c.Exists(e); err != nil || st.EphemeralOwner != s.ID {
+				t.Errorf("session %#x: its ephemeral %s: %v %+v", s.ID, e, err, st)
 			}
+		}
+		if h := rc.call(1, jute.OpExists, &jute.ExistsRequest{Path: "/app"}); h.Err != jute.ErrOK {
+			t.Errorf("session %#x: exists /app: %v", s.ID, h.Err)
 		}
 		p := fmt.Sprintf("/app/reattached-%d", i)
 		h := rc.call(2, jute.OpCreate, &jute.CreateRequest{Path: p, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}, Flags: jute.FlagEphemeral})

@@ -34,7 +34,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/compat"
-	"github.com/zkraft/zkraft/compat/internal/zktest"
+	"github.com/zkraft/zkraft/compat/zktest"
 )
 
 func main() {

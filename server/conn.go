@@ -372,9 +372,18 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		var ids []jute.ID
 		ids, p.frame, p.closeAfter = authenticate(hdr.Xid, c.authIDs(), body, c.srv.cfg.SuperDigest)
 		c.setAuthIDs(ids)
+		if p.frame == nil {
+			return nil, errMalformedAuth
+		}
 	case hdr.Type == jute.OpCloseSession:
 		c.closingSession.Store(true)
 		return c.propose(p, &raftsm.Command{Kind: raftsm.KindCloseSession, Session: c.sessionID, Owner: c.owner, Time: time.Now().UnixMilli()}, true)
+	case hdr.Type == jute.OpCheck:
+		// A check outside a multi: ZooKeeper 3.9 answers UNIMPLEMENTED with
+		// zxid -1 and closes (3.8 applied it and, when it passed, never
+		// answered).
+		p.exec = func() (*result, error) { return &result{zxid: -1, err: jute.ErrUnimplemented}, nil }
+		p.closeAfter = true
 	case hdr.Type == jute.OpReconfig && c.srv.cfg.ReconfigEnabled && !c.srv.standalone():
 		p.exec = c.reconfigOp(body)
 	case hdr.Type == jute.OpReconfig && c.srv.cfg.ReconfigEnabled:
@@ -426,6 +435,8 @@ func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pendi
 	p.closeAfter = closeAfter
 	return p, nil
 }
+
+var errMalformedAuth = errors.New("server: malformed auth packet")
 
 // processor completes pending requests in arrival order.
 func (c *conn) processor() {

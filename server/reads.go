@@ -16,13 +16,24 @@ import (
 // the connection the super user.
 func authenticate(xid int32, ids []jute.ID, body []byte, superDigest string) ([]jute.ID, []byte, bool) {
 	pkt := new(jute.AuthPacket)
-	if jute.Unmarshal(body, pkt) != nil || pkt.Scheme != "digest" || !strings.Contains(string(pkt.Auth), ":") {
-		return ids, replyFrame(xid, 0, jute.ErrAuthFailed, nil), true
+	if jute.Unmarshal(body, pkt) != nil {
+		return ids, nil, true // ZooKeeper drops the connection without a reply
 	}
-	digest := znode.DigestID(string(pkt.Auth))
-	add := []jute.ID{{Scheme: "digest", ID: digest}}
-	if superDigest != "" && digest == superDigest {
-		add = append(add, jute.ID{Scheme: "super", ID: ""})
+	var add []jute.ID
+	switch pkt.Scheme {
+	case "digest":
+		// DigestAuthenticationProvider: the user is everything before the
+		// first ':' (all of it when there is none).
+		digest := znode.DigestID(string(pkt.Auth))
+		add = []jute.ID{{Scheme: "digest", ID: digest}}
+		if superDigest != "" && digest == superDigest {
+			add = append(add, jute.ID{Scheme: "super", ID: ""})
+		}
+	case "ip":
+		// IPAuthenticationProvider adds the connection's own address,
+		// which every connection already carries.
+	default:
+		return ids, replyFrame(xid, 0, jute.ErrAuthFailed, nil), true
 	}
 	out := append([]jute.ID(nil), ids...)
 	for _, id := range add {
@@ -258,7 +269,11 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 		}
 		for _, op := range req.Ops {
 			if op.Type != jute.OpGetData && op.Type != jute.OpGetChildren {
-				return nil, true
+				// ZooKeeper answers MARSHALLINGERROR with an empty
+				// MultiResponse body, consuming no zxid.
+				return func() (*result, error) {
+					return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError, errBody: &jute.MultiResponse{}}, nil
+				}, true
 			}
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {

@@ -116,7 +116,6 @@ func sameACL(a, b []zk.ACL) bool {
 	return slices.Equal(a, b)
 }
 
-// zkraft: fails as of 73a299c
 func TestAuthDigest(t *testing.T) {
 	base := uniquePath(t)
 	c := rawSession(t, 10000)
@@ -160,7 +159,6 @@ func TestAuthDigest(t *testing.T) {
 	addAuth(t, g, "alice:secret")
 }
 
-// zkraft: fails as of 73a299c
 func TestAuthFailureClosesConnection(t *testing.T) {
 	base := uniquePath(t)
 	sentinel := mustCreate(t, admin, base+"/sentinel", []byte("s"), 0)

@@ -13,7 +13,6 @@ import (
 // (107), check (13) outside a multi, reconfig (16) on a standalone server,
 // and a multi with an op it cannot hold (zookeeper-facts.md §2.2, §2.3).
 
-// zkraft: fails as of 73a299c
 func TestMultiRead(t *testing.T) {
 	base := uniquePath(t)
 	c := rawSession(t, 10000)
@@ -298,7 +297,6 @@ func TestWhoAmI(t *testing.T) {
 	}
 }
 
-// zkraft: fails as of 73a299c
 func TestCheckOutsideMulti(t *testing.T) {
 	// check (op 13) is meant for multi only. ZooKeeper 3.8.0 still runs it as
 	// a txn: a failed check answers its error (header only, one zxid

@@ -20,7 +20,7 @@ import (
 	"github.com/zkraft/zkraft/server"
 )
 
-func startServer(t *testing.T, historyMax int64) string {
+func startServer(t testing.TB, historyMax int64) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

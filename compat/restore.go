@@ -30,8 +30,8 @@ type Restored struct {
 	// Logs are the transaction logs read, in order.
 	Logs []LogInfo
 	// Applied counts the transactions replayed after the snapshot;
-	// Ignored those among them whose result was an error, which the fuzzy
-	// snapshot makes normal (NODEEXISTS, NONODE).
+	// Ignored those among them that met NODEEXISTS or NONODE, which the
+	// fuzzy snapshot makes normal (ZooKeeper ignores them too).
 	Applied, Ignored int
 	// DigestChecks counts the digests ZooKeeper recorded (in the snapshot
 	// and after transactions) that were compared with the restored tree;
@@ -298,8 +298,10 @@ func (r *restorer) apply(txn *Txn) error {
 	if err != nil {
 		return err
 	}
-	if rc != jute.ErrOK && h.Type != jute.OpError {
-		r.res.Ignored++
+	if rc == jute.ErrNodeExists || rc == jute.ErrNoNode {
+		if m, ok := txn.Record.(*MultiTxn); !ok || !m.failed() {
+			r.res.Ignored++
+		}
 	}
 	if h.Zxid > r.t.Zxid {
 		r.t.Zxid = h.Zxid
@@ -428,13 +430,7 @@ func (r *restorer) processTxn(h *TxnHeader, typ jute.OpCode, rec jute.Record) (j
 		if !ok {
 			return wrong()
 		}
-		failed := false
-		for _, s := range m.Txns {
-			if s.Type == jute.OpError {
-				failed = true
-				break
-			}
-		}
+		failed := m.failed()
 		rc := jute.ErrOK
 		postFailed := false
 		for i, s := range m.Txns {

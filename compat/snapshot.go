@@ -375,9 +375,15 @@ func WriteSnapshot(w io.Writer, t *Tree, c Compression) error {
 	cw.flushRecord()
 	cw.seal()
 
+	// ZooKeeper writes the digest of its lastProcessedZxid; at zxid 0 it
+	// has none and writes the empty digest (zxid 0, digest 0).
 	jw.Long(t.Zxid)
 	jw.Int(DigestVersion)
-	jw.Long(t.Digest())
+	if t.Zxid == 0 {
+		jw.Long(0)
+	} else {
+		jw.Long(t.Digest())
+	}
 	cw.flushRecord()
 	cw.seal()
 

@@ -91,7 +91,7 @@ const (
 	snappyBlock = 32 << 10
 	// maxSnappyBlock bounds the uncompressed size of one block we accept:
 	// snappy-java lets writers choose larger blocks, but not this large.
-	maxSnappyBlock = 64 << 20
+	maxSnappyBlock = 4 << 20
 )
 
 // snappyJavaReader decodes snappy-java's SnappyOutputStream framing: a

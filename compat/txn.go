@@ -243,6 +243,17 @@ func (t *MultiTxn) Decode(r *jute.Reader) {
 	}
 }
 
+// failed reports whether the multi failed: one of its transactions is an
+// ErrorTxn.
+func (t *MultiTxn) failed() bool {
+	for _, s := range t.Txns {
+		if s.Type == jute.OpError {
+			return true
+		}
+	}
+	return false
+}
+
 // newSubRecord is the record of a multi sub-transaction type, as
 // DataTree.processTxn reads them; nil for types a multi cannot hold.
 func newSubRecord(t jute.OpCode) jute.Record {

@@ -156,7 +156,10 @@ func TestLogOldFormats(t *testing.T) {
 		b     []byte
 		check func(x *Txn) bool
 	}{
-		{v0, func(x *Txn) bool { c, ok := x.Record.(*CreateTxn); return ok && c.ParentCVersion == -1 && c.Path == "/old" }},
+		{v0, func(x *Txn) bool {
+			c, ok := x.Record.(*CreateTxn)
+			return ok && c.ParentCVersion == -1 && c.Path == "/old"
+		}},
 		{closeOld, func(x *Txn) bool { return x.Record == nil && x.Digest == nil }},
 	} {
 		x, err := decodeTxn(c.b)
@@ -221,7 +224,7 @@ func TestReplayRules(t *testing.T) {
 			{Type: jute.OpCreate, Record: &CreateTxn{Path: "/app/m", ACL: openACL, ParentCVersion: 5}},
 			{Type: jute.OpError, Record: &ErrorTxn{Err: jute.ErrNoNode}},
 		}}),
-		txn(next(), jute.OpCreateSession, sessB+1, &CreateSessionTxn{TimeOut: 4000}), // 15
+		txn(next(), jute.OpCreateSession, sessB+1, &CreateSessionTxn{TimeOut: 4000}),                                       // 15
 		txn(next(), jute.OpCreate, sessB+1, &CreateTxn{Path: "/app/e2", ACL: openACL, Ephemeral: true, ParentCVersion: 5}), // 16
 		txn(next(), jute.OpSetACL, sessA, &SetACLTxn{Path: "/app/x", ACL: znode.ReadACLUnsafe, Version: 3}),                // 17
 		txn(next(), jute.OpCreateTTL, sessA, &CreateTTLTxn{Path: "/app/ttl", ACL: openACL, ParentCVersion: 6, TTL: 5000}),  // 18

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/adler32"
 	"io"
 	"log/slog"
 	"net"
@@ -355,5 +356,237 @@ func TestRoundTrip(t *testing.T) {
 		if _, resp := reconnect(t, z.Addr, s.ID, session.Password(s.ID), 0); resp.SessionID != s.ID {
 			t.Errorf("ZooKeeper after export: session %#x: %+v", s.ID, resp)
 		}
+	}
+}
+
+// TestLiveSwitch: a client holding a session, an ephemeral and watches on
+// a real ZooKeeper carries on when ZooKeeper stops, the data directory is
+// imported in place, and zkraft starts on the same port: same session, no
+// expiry, the ephemeral intact, the watches re-registered.
+func TestLiveSwitch(t *testing.T) {
+	zktest.Require(t)
+	watchdog := time.AfterFunc(2*time.Minute, func() {
+		buf := make([]byte, 1<<20)
+		panic(fmt.Sprintf("TestLiveSwitch hung:\n%s", buf[:runtime.Stack(buf, true)]))
+	})
+	defer watchdog.Stop()
+	dir := t.TempDir() // ZooKeeper's dataDir, then zkraft's
+	port := zktest.FreePort(t)
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	z := zktest.Start(t, zktest.Config{DataDir: dir, Port: port})
+
+	states := make(chan zk.State, 100)
+	c, _, err := zk.Connect([]string{addr}, 20*time.Second, zk.WithLogInfo(false),
+		zk.WithEventCallback(func(e zk.Event) {
+			if e.Type == zk.EventSession {
+				states <- e.State
+			}
+		}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	waitState := func(want zk.State) {
+		t.Helper()
+		timeout := time.After(30 * time.Second)
+		for {
+			select {
+			case s := <-states:
+				if s == zk.StateExpired {
+					t.Fatalf("the session expired")
+				}
+				if s == want {
+					return
+				}
+			case <-timeout:
+				t.Fatalf("no %v", want)
+			}
+		}
+	}
+	waitState(zk.StateHasSession)
+	sid := c.SessionID()
+	acl := zk.WorldACL(zk.PermAll)
+	if _, err := c.Create("/live", []byte("v1"), 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Create("/live/eph", nil, zk.FlagEphemeral, acl); err != nil {
+		t.Fatal(err)
+	}
+	_, _, dataW, err := c.GetW("/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _, childW, err := c.ChildrenW("/live")
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	z.Stop()
+	waitState(zk.StateDisconnected)
+	var out bytes.Buffer
+	if err := importCmd(&out, []string{"--zk-data-dir", dir, "--data-dir", dir, "--verify"}); err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
+	}
+	srv := startZkraftOn(t, dir, addr)
+	defer srv.Close()
+	// WORKAROUND (server): a member learns its zxid only from the first
+	// Update it applies after starting, so until then it refuses every
+	// client whose lastZxidSeen is above 0 ("refusing client ahead of this
+	// member"); the reconnecting client would wait until its own session
+	// expired. One new session is a write that teaches the member its
+	// zxid. Remove once the cell loads the zxid from the store at start.
+	other := zktest.Connect(t, addr)
+
+	waitState(zk.StateHasSession)
+	if c.SessionID() != sid {
+		t.Fatalf("session %#x, want %#x", c.SessionID(), sid)
+	}
+	if _, st, err := c.Exists("/live/eph"); err != nil || st.EphemeralOwner != sid {
+		t.Fatalf("ephemeral after the switch: %v %+v", err, st)
+	}
+	if _, err := other.Set("/live", []byte("v2"), 0); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := other.Create("/live/new", nil, 0, acl); err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []struct {
+		ch   <-chan zk.Event
+		want zk.EventType
+	}{{dataW, zk.EventNodeDataChanged}, {childW, zk.EventNodeChildrenChanged}} {
+		select {
+		case e := <-w.ch:
+			if e.Type != w.want || e.Path != "/live" {
+				t.Errorf("watch: %+v, want %v on /live", e, w.want)
+			}
+		case <-time.After(10 * time.Second):
+			t.Errorf("no %v event after the switch", w.want)
+		}
+	}
+	c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, _, err := other.Exists("/live/eph")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the ephemeral outlived its closed session")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+func startZkraftOn(t *testing.T, dataDir, clientAddr string) *server.Server {
+	t.Helper()
+	srv, err := server.New(server.Config{
+		DataDir:                dataDir,
+		ClientAddr:             clientAddr,
+		RaftAddr:               fmt.Sprintf("127.0.0.1:%d", zktest.FreePort(t)),
+		ExtendedTypes:          true,
+		SuperDigest:            zktest.SuperDigest,
+		ContainerCheckInterval: time.Hour,
+		MaxSessionTimeout:      40 * time.Second,
+		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return srv
+}
+
+// TestImportConfigAndExportStore: import in place from a zoo.cfg (the
+// ZooKeeper files stay), then export a store that was never served (no Raft
+// log: read directly).
+func TestImportConfigAndExportStore(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "zk")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "gz", "data"))); err != nil {
+		t.Fatal(err)
+	}
+	cfg := filepath.Join(t.TempDir(), "zoo.cfg")
+	os.WriteFile(cfg, []byte("tickTime=2000\ndataDir="+dir+"\nclientPort=2181\n"), 0o644)
+	before, _ := os.ReadDir(filepath.Join(dir, "version-2"))
+	if err := importCmd(io.Discard, []string{"--config", cfg, "--verify"}); err != nil {
+		t.Fatal(err)
+	}
+	after, _ := os.ReadDir(filepath.Join(dir, "version-2"))
+	if len(before) != len(after) {
+		t.Errorf("the ZooKeeper files changed: %d -> %d", len(before), len(after))
+	}
+	if _, err := os.Stat(filepath.Join(dir, "state", "shard-1-replica-1")); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	var buf bytes.Buffer
+	if err := exportCmd(&buf, []string{"--config", cfg, "--zk-data-dir", out, "--compression", "snappy"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "raft")); err == nil {
+		t.Errorf("export of a never-served store started Raft")
+	}
+	src, err := compat.Restore(dir, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	back, err := compat.Restore(out, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := compat.Compare(src.Tree, back.Tree, 10); len(d) > 0 {
+		t.Errorf("export differs from the source: %v", d)
+	}
+	if back.Tree.Zxid != raftsm.NextEpoch(src.Tree.Zxid) {
+		t.Errorf("exported zxid %#x", back.Tree.Zxid)
+	}
+	if err := exportCmd(io.Discard, []string{"--config", cfg, "--zk-data-dir", out}); !errors.Is(err, compat.ErrExists) {
+		t.Errorf("export over an exported dir: %v", err)
+	}
+}
+
+// TestImportDigestMismatch: a log whose recorded digest disagrees with the
+// replayed tree stops the import, unless --ignore-digest.
+func TestImportDigestMismatch(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "zk")
+	if err := os.CopyFS(dir, os.DirFS(filepath.Join(fixtures, "plain", "data"))); err != nil {
+		t.Fatal(err)
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "version-2", "log.*"))
+	p := m[len(m)-1]
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Change the tree digest of the last entry that has one, and seal the
+	// entry again: a consistent log that records a wrong digest.
+	off, last := 16, -1
+	for off+12 <= len(b) {
+		n := int(binary.BigEndian.Uint32(b[off+8:]))
+		if n == 0 || off+12+n+1 > len(b) {
+			break
+		}
+		if entry := b[off+12 : off+12+n]; n >= 44 && binary.BigEndian.Uint32(entry[n-12:]) == 2 {
+			last = off
+		}
+		off += 12 + n + 1
+	}
+	if last < 0 {
+		t.Fatal("no entry with a digest")
+	}
+	n := int(binary.BigEndian.Uint32(b[last+8:]))
+	entry := b[last+12 : last+12+n]
+	entry[n-1] ^= 1
+	binary.BigEndian.PutUint64(b[last:], uint64(adler32.Checksum(entry)))
+	os.WriteFile(p, b, 0o644)
+
+	err = importCmd(io.Discard, []string{"--zk-data-dir", dir, "--data-dir", t.TempDir()})
+	if !errors.Is(err, compat.ErrDigestMismatch) {
+		t.Fatalf("got %v, want a digest mismatch", err)
+	}
+	t.Logf("error: %v", err)
+	if err := importCmd(io.Discard, []string{"--zk-data-dir", dir, "--data-dir", t.TempDir(), "--ignore-digest"}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -70,6 +70,7 @@ type Server struct {
 type Config struct {
 	DataDir    string
 	DataLogDir string            // "" for the data dir
+	Port       int               // client port; 0 picks a free one
 	Props      map[string]string // extra -D system properties
 }
 
@@ -104,7 +105,10 @@ func Start(t testing.TB, cfg Config) *Server {
 
 func start(t testing.TB, cfg Config) (*Server, error) {
 	dir := t.TempDir()
-	port := FreePort(t)
+	port := cfg.Port
+	if port == 0 {
+		port = FreePort(t)
+	}
 	conf := fmt.Sprintf("tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\n4lw.commands.whitelist=*\nmaxClientCnxns=0\n",
 		cfg.DataDir, port)
 	if cfg.DataLogDir != "" {

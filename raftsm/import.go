@@ -63,8 +63,9 @@ var importBatchBytes = 64 << 20
 // ImportState writes st into a fresh store for the replica under dir (the
 // Config.Dir the replica will run with): every znode with its child count,
 // the container/TTL sweep index, the ephemeral index, the sessions, zxid =
-// NextEpoch(st.Zxid) and applied index 0, so that Dragonboat replays its
-// log from index 1 onto it. It refuses a replica that has a store, and it
+// NextEpoch(st.Zxid), an empty change history whose floor is that zxid,
+// and applied index 0, so that Dragonboat replays its log from index 1
+// onto it. It refuses a replica that has a store, and it
 // is all or nothing: the store is built under a temporary name and renamed
 // into place only when complete.
 func ImportState(dir string, shardID, replicaID uint64, st *ImportedState) error {
@@ -192,6 +193,11 @@ func writeImport(path string, st *ImportedState, children map[string]int32) (err
 		if err := b.Set(sessionKey(s.ID), v[:], nil); err != nil {
 			return err
 		}
+	}
+	// The change history starts empty at the import: a resumable watch
+	// from any earlier zxid is answered "compacted".
+	if err := putInt64(b, keyHistFloor, NextEpoch(st.Zxid)); err != nil {
+		return err
 	}
 	// The metadata last: a store without it would be taken for a new one.
 	if err := putMeta(b, 0, NextEpoch(st.Zxid)); err != nil {

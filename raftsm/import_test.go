@@ -85,6 +85,9 @@ func TestImportState(t *testing.T) {
 	if h.index != 0 {
 		t.Fatalf("Open returned applied index %d, want 0", h.index)
 	}
+	if f := h.view(func(v View) (any, error) { return v.HistoryFloor() }).(int64); f != 1<<32 {
+		t.Errorf("history floor %#x, want %#x", f, int64(1)<<32)
+	}
 	if n := h.node("/app"); n == nil || n.Stat().Cversion != 2*7-3 {
 		t.Fatalf("/app: %+v", n)
 	}

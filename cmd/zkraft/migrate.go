@@ -191,6 +191,10 @@ func printRestore(out io.Writer, dataDir, logDir string, res *compat.Restored) {
 	fmt.Fprintf(out, "  snapshot   %s: zxid %#x, %d znodes, %d sessions, %d ACLs, %s\n",
 		filepath.Base(s.File), s.Zxid, s.Nodes, s.Sessions, s.ACLs, digest)
 	for _, l := range res.Logs {
+		if l.Entries == 0 {
+			fmt.Fprintf(out, "  log        %s: empty\n", filepath.Base(l.File))
+			continue
+		}
 		fmt.Fprintf(out, "  log        %s: %d entries (zxid %#x..%#x), %d replayed, ends with %v\n",
 			filepath.Base(l.File), l.Entries, l.FirstZxid, l.LastZxid, l.Applied, l.End)
 	}

@@ -364,6 +364,17 @@ func (r *runner) dialAll(n int, opts func(i int) ConnOptions) ([]*Conn, int64, e
 			defer wg.Done()
 			for i := range work {
 				o := opts(i)
+				if o.OnClose == nil {
+					o.OnClose = func(err error) {
+						if err != nil {
+							msg := err.Error()
+							if i := strings.LastIndex(msg, ": "); i >= 0 && strings.Contains(msg, "tcp ") {
+								msg = msg[i+2:] // without the addresses
+							}
+							r.addErr("connection lost: "+msg, 1)
+						}
+					}
+				}
 				if o.SessionTimeout == 0 {
 					o.SessionTimeout = r.cfg.SessionTimeout
 				}

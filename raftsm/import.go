@@ -61,7 +61,8 @@ func StoreDir(dir string, shardID, replicaID uint64) string {
 var importBatchBytes = 64 << 20
 
 // ImportState writes st into a fresh store for the replica under dir (the
-// Config.Dir the replica will run with): every znode with its child count,
+// Config.Dir the replica will run with): every znode with its child count
+// (plus zkraft's feature node, znode.FeaturesPath, if st lacks it),
 // the container/TTL sweep index, the ephemeral index, the sessions, zxid =
 // NextEpoch(st.Zxid), an empty change history whose floor is that zxid,
 // and applied index 0, so that Dragonboat replays its log from index 1
@@ -79,6 +80,14 @@ func ImportState(dir string, shardID, replicaID uint64, st *ImportedState) error
 	if err != nil {
 		return err
 	}
+	nodes := st.Nodes
+	if _, ok := children[znode.FeaturesPath]; !ok {
+		// zkraft's feature node, as initTree makes it; ZooKeeper has none.
+		nodes = append(nodes[:len(nodes):len(nodes)], ImportedNode{Path: znode.FeaturesPath,
+			Node: &znode.Node{Data: []byte(znode.Features), ACL: znode.ReadACLUnsafe}})
+		children[znode.FeaturesPath] = 0
+		children[znode.ZooKeeperPath]++
+	}
 	tmp := target + ".importing"
 	if err := os.RemoveAll(tmp); err != nil {
 		return err
@@ -86,7 +95,7 @@ func ImportState(dir string, shardID, replicaID uint64, st *ImportedState) error
 	if err := os.MkdirAll(tmp, 0o755); err != nil {
 		return err
 	}
-	if err := writeImport(tmp, st, children); err != nil {
+	if err := writeImport(tmp, nodes, st, children); err != nil {
 		os.RemoveAll(tmp)
 		return err
 	}
@@ -148,7 +157,7 @@ func checkImport(st *ImportedState) (map[string]int32, error) {
 	return children, nil
 }
 
-func writeImport(path string, st *ImportedState, children map[string]int32) (err error) {
+func writeImport(path string, nodes []ImportedNode, st *ImportedState, children map[string]int32) (err error) {
 	db, err := pebble.Open(path, pebbleOptions())
 	if err != nil {
 		return fmt.Errorf("raftsm: open %s: %w", path, err)
@@ -172,7 +181,7 @@ func writeImport(path string, st *ImportedState, children map[string]int32) (err
 		return nil
 	}
 	kv := func() pebbleKV { return pebbleKV{w: b} }
-	for _, in := range st.Nodes {
+	for _, in := range nodes {
 		n := in.Node.Clone()
 		n.NumChildren = children[in.Path]
 		if err := kv().Put(in.Path, n); err != nil {

@@ -60,14 +60,16 @@ func TestImportState(t *testing.T) {
 	if !reflect.DeepEqual(got.Sessions, st.Sessions) {
 		t.Errorf("sessions %+v, want %+v", got.Sessions, st.Sessions)
 	}
-	if len(got.Nodes) != len(st.Nodes) {
-		t.Fatalf("%d nodes, want %d", len(got.Nodes), len(st.Nodes))
+	if len(got.Nodes) != len(st.Nodes)+1 {
+		t.Fatalf("%d nodes, want %d and the feature node", len(got.Nodes), len(st.Nodes))
 	}
-	want := map[string]*znode.Node{}
+	want := map[string]*znode.Node{
+		znode.FeaturesPath: {Data: []byte(znode.Features), ACL: znode.ReadACLUnsafe},
+	}
 	for _, n := range st.Nodes {
 		want[n.Path] = n.Node
 	}
-	counts := map[string]int32{"/": 2, "/zookeeper": 2, "/app": 3}
+	counts := map[string]int32{"/": 2, "/zookeeper": 3, "/app": 3}
 	for _, n := range got.Nodes {
 		w := want[n.Path].Clone()
 		w.NumChildren = counts[n.Path]
@@ -116,7 +118,7 @@ func TestImportState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Zxid != 1<<32+2 || len(got.Sessions) != 0 || len(got.Nodes) != len(st.Nodes) {
+	if got.Zxid != 1<<32+2 || len(got.Sessions) != 0 || len(got.Nodes) != len(st.Nodes)+1 {
 		t.Errorf("after two writes: zxid %#x, %d sessions, %d nodes", got.Zxid, len(got.Sessions), len(got.Nodes))
 	}
 }
@@ -174,7 +176,7 @@ func TestImportStateBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Nodes) != len(st.Nodes) {
-		t.Errorf("%d nodes, want %d", len(got.Nodes), len(st.Nodes))
+	if len(got.Nodes) != len(st.Nodes)+1 {
+		t.Errorf("%d nodes, want %d and the feature node", len(got.Nodes), len(st.Nodes))
 	}
 }

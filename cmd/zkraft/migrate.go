@@ -244,11 +244,15 @@ func importedState(t *compat.Tree) *raftsm.ImportedState {
 	return st
 }
 
-// treeOf is zkraft's state as a ZooKeeper tree.
+// treeOf is zkraft's state as a ZooKeeper tree: without zkraft's feature
+// node, which ZooKeeper does not have.
 func treeOf(st *raftsm.ImportedState) (*compat.Tree, error) {
 	t := compat.NewTree()
 	t.Zxid = st.Zxid
 	for _, n := range st.Nodes {
+		if n.Path == znode.FeaturesPath {
+			continue
+		}
 		if err := t.Add(n.Path, n.Node); err != nil {
 			return nil, err
 		}

@@ -1,7 +1,8 @@
-// Package compat holds what goes beyond or around ZooKeeper. Today that is
-// Apache ZooKeeper's on-disk formats, which `zkraft import` and `zkraft
-// export` use; the revision-resumable watch extension and fencing-token
-// recipes will live here too.
+// Package compat holds what goes beyond or around ZooKeeper. The package
+// itself reads and writes Apache ZooKeeper's on-disk formats, for `zkraft
+// import` and `zkraft export`; its subpackages hold the Go client of the
+// revision-resumable watch extension (resumable), fencing-token recipes
+// (recipes), and test helpers that drive a real ZooKeeper (zktest).
 //
 // Reading a ZooKeeper data directory (Restore) is what ZooKeeper 3.8 does
 // at startup: it loads the newest snapshot that reads cleanly (plain, .gz,

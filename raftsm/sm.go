@@ -46,6 +46,12 @@ type Event struct {
 	Timeout  int32
 	Sessions []int64
 	Owner    uint64
+	// Size and Ephemeral come from znode.Trigger on EventWatch: the
+	// change in approximate data size and whether the created or deleted
+	// node is a session's ephemeral; the member keeps its counters with
+	// them.
+	Size      int64
+	Ephemeral bool
 }
 
 // EventSink receives the events of each Update, in log order, after the
@@ -55,6 +61,7 @@ type Event struct {
 //
 // INVARIANT: a reader that observes a change (Lookup after the batch
 // commits) runs after the sink has been given that change's triggers.
+// Open also calls Applied once, with no events, to report the stored zxid.
 type EventSink interface {
 	Applied(shardID uint64, zxid int64, events []Event)
 }
@@ -163,6 +170,11 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 		return 0, fmt.Errorf("%w: zxid of %d bytes", ErrBadSnapshot, len(z))
 	}
 	s.mu.zxid = int64(binary.BigEndian.Uint64(z))
+	if s.sink != nil {
+		// The member learns the stored zxid before any entry is applied:
+		// reconnecting clients compare their lastZxidSeen with it.
+		s.sink.Applied(s.shardID, s.mu.zxid, nil)
+	}
 	return s.mu.applied, nil
 }
 

@@ -296,6 +296,13 @@ type status struct {
 
 var errNotServing = errors.New("not currently serving requests")
 
+// srvrPoll is how often the leader is polled for with srvr while one is
+// awaited (health checks poll five times slower). srvr is not free in
+// zkraft: it counts every znode under the state machine's read lock,
+// holding up applies meanwhile; polling it hard on a large tree stalls the
+// ensemble (see the test's notes on soaks).
+const srvrPoll = 25 * time.Millisecond
+
 // srvr asks m for its status with the four-letter word.
 func srvr(addr string, timeout time.Duration) (status, error) {
 	nc, err := net.DialTimeout("tcp", addr, timeout)
@@ -355,7 +362,7 @@ func (c *cluster) statuses(skip func(*member) bool) map[int]status {
 		}
 		n++
 		go func(m *member) {
-			st, err := srvr(m.clientAddr(), 500*time.Millisecond)
+			st, err := srvr(m.clientAddr(), 2*time.Second)
 			ch <- res{m.id, st, err == nil}
 		}(m)
 	}
@@ -392,7 +399,7 @@ func (c *cluster) waitLeader(limit time.Duration, not int, skip func(*member) bo
 		if l := c.leader(skip); l != 0 && l != not {
 			return l, time.Now(), nil
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(srvrPoll)
 	}
 	return 0, time.Time{}, fmt.Errorf("no leader (other than %d) within %v", not, limit)
 }
@@ -429,7 +436,7 @@ func (c *cluster) waitHealthy(limit time.Duration) error {
 				return nil
 			}
 		}
-		time.Sleep(50 * time.Millisecond)
+		time.Sleep(5 * srvrPoll)
 	}
 	return fmt.Errorf("ensemble not healthy within %v: %v", limit, last)
 }

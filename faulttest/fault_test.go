@@ -63,6 +63,7 @@ type faultRun struct {
 	w      *workload
 	faults []*fault
 	mu     sync.Mutex
+	pruned map[int]bool // rounds whose ack log was checked and removed
 }
 
 func envInt(t *testing.T, name string, def int) int {
@@ -216,12 +217,19 @@ func TestFaults(t *testing.T) {
 		}()
 	}
 
-	fr := &faultRun{t: t, cl: cl, clk: clk, w: w}
+	fr := &faultRun{t: t, cl: cl, clk: clk, w: w, pruned: map[int]bool{}}
 	time.Sleep(settle)
 	round := 0
 	for ; round < rounds || (duration > 0 && time.Since(testStart) < duration); round++ {
 		if round > 0 {
 			startRound(round)
+		}
+		if round >= 2 {
+			// Keep the tree small over a soak (srvr's cost grows with it):
+			// the acks of two rounds ago, which have been through a whole
+			// round of faults since, are checked on every member and
+			// removed.
+			fr.verifyAndPrune(round-2, admin, connect)
 		}
 		t.Logf("round %d at %s", round, clk.fmt(clk.now()))
 		fr.killLeader(round)
@@ -259,12 +267,16 @@ func TestFaults(t *testing.T) {
 	for i, m := range cl.members {
 		c := connect(fmt.Sprintf("verify-m%d", m.id), []string{m.clientAddr()})
 		verifiers = append(verifiers, c)
+		var rounds []int
 		for r := 0; r < round; r++ {
 			for k := range keysPerRound {
 				w.get(regClients+i, c, keyPath(int32(r), k))
 			}
+			if !fr.pruned[r] {
+				rounds = append(rounds, r)
+			}
 		}
-		fr.checkAcked(m, c, round)
+		fr.checkAcked(m, c, rounds)
 	}
 	fr.checkLinearizable(dir)
 	for _, p := range checkLocks(lr.held, clk) {
@@ -415,10 +427,11 @@ func (f *faultRun) partition(round int, leader bool) {
 	if !leader {
 		id = f.follower(l)
 	}
-	ft := &fault{kind: "partition", member: id, wasLeader: leader, round: round, start: f.clk.now()}
+	ft := &fault{kind: "partition", member: id, wasLeader: leader, round: round}
 	if err := f.cl.lab.isolate(id); err != nil {
 		f.t.Fatalf("isolate member %d: %v", id, err)
 	}
+	ft.start = f.clk.now() // once the link is down: ip(8) takes a few milliseconds
 	cut := func(m *member) bool { return m.id == id }
 	if leader {
 		f.awaitNewLeader(ft, cut)
@@ -451,22 +464,23 @@ func (f *faultRun) durOrNone(from, to int64) string {
 	return f.clk.dur(from, to)
 }
 
-// checkAcked reads the ack log back through c, a client of member m
-// alone: every acknowledged znode must be there, and none that was never
-// created.
-func (f *faultRun) checkAcked(m *member, c *client, rounds int) {
+// checkAcked reads the ack log of the given rounds back through c, a
+// client of member m alone: every acknowledged znode must be there, and
+// none that was never created.
+func (f *faultRun) checkAcked(m *member, c *client, rounds []int) {
 	t := f.t
 	a := f.w.acks
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if m.id == 1 {
-		for p, e := range a.failed {
-			t.Errorf("ack log: create of the unique path %s answered %s", p, e)
-		}
-	}
-	present := map[string]bool{}
-	for r := 0; r < rounds; r++ {
+	for _, r := range rounds {
 		parent := fmt.Sprintf("/acked/r%d", r)
+		if m.id == 1 {
+			for p, e := range a.failed {
+				if strings.HasPrefix(p, parent+"/") {
+					t.Errorf("ack log: create of the unique path %s answered %s", p, e)
+				}
+			}
+		}
 		var kids []string
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		err := retry(rctx, func() (err error) { kids, _, err = c.conn.Children(parent); return }, zk.ErrNoNode)
@@ -475,29 +489,65 @@ func (f *faultRun) checkAcked(m *member, c *client, rounds int) {
 			t.Errorf("member %d: children of %s: %v", m.id, parent, err)
 			continue
 		}
+		present := map[string]bool{}
 		for _, k := range kids {
 			present[parent+"/"+k] = true
 		}
-	}
-	var lost, phantom []string
-	for p := range a.acked {
-		if !present[p] {
-			lost = append(lost, p)
+		var lost, phantom []string
+		for p := range a.acked {
+			if strings.HasPrefix(p, parent+"/") && !present[p] {
+				lost = append(lost, p)
+			}
+		}
+		for p := range present {
+			if !a.acked[p] && !a.unknown[p] {
+				phantom = append(phantom, p)
+			}
+		}
+		sort.Strings(lost)
+		sort.Strings(phantom)
+		if len(lost) > 0 {
+			t.Errorf("member %d: %d acknowledged writes of round %d lost, e.g. %v", m.id, len(lost), r, head(lost, 10))
+		}
+		if len(phantom) > 0 {
+			t.Errorf("member %d: %d znodes of round %d that no client created, e.g. %v", m.id, len(phantom), r, head(phantom, 10))
 		}
 	}
-	for p := range present {
-		if !a.acked[p] && !a.unknown[p] {
-			phantom = append(phantom, p)
+}
+
+// verifyAndPrune checks round r's ack log through each member alone, then
+// deletes its znodes.
+func (f *faultRun) verifyAndPrune(r int, admin *client, connect func(string, []string) *client) {
+	for _, m := range f.cl.members {
+		c := connect(fmt.Sprintf("verify-r%d-m%d", r, m.id), []string{m.clientAddr()})
+		f.checkAcked(m, c, []int{r})
+		c.close()
+	}
+	parent := fmt.Sprintf("/acked/r%d", r)
+	deadline := time.Now().Add(time.Minute)
+	for time.Now().Before(deadline) {
+		kids, _, err := admin.conn.Children(parent)
+		if err != nil {
+			time.Sleep(50 * time.Millisecond)
+			continue
+		}
+		if len(kids) == 0 {
+			f.pruned[r] = true
+			return
+		}
+		for len(kids) > 0 {
+			n := min(len(kids), 200)
+			var ops []any
+			for _, k := range kids[:n] {
+				ops = append(ops, &zk.DeleteRequest{Path: parent + "/" + k, Version: -1})
+			}
+			kids = kids[n:]
+			if _, err := admin.conn.Multi(ops...); err != nil {
+				break // list again
+			}
 		}
 	}
-	sort.Strings(lost)
-	sort.Strings(phantom)
-	if len(lost) > 0 {
-		t.Errorf("member %d: %d acknowledged writes lost, e.g. %v", m.id, len(lost), head(lost, 10))
-	}
-	if len(phantom) > 0 {
-		t.Errorf("member %d: %d znodes that no client created, e.g. %v", m.id, len(phantom), head(phantom, 10))
-	}
+	f.t.Errorf("could not remove the ack log of round %d", r)
 }
 
 func head(s []string, n int) []string {

@@ -79,7 +79,8 @@ func (a *applier) next() int64 {
 
 func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 	for _, t := range ts {
-		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL})
+		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL,
+			Size: t.Size, Ephemeral: t.Ephemeral})
 	}
 }
 
@@ -252,6 +253,7 @@ func (a *applier) setConfig(c *Command) (*Reply, error) {
 	if err := a.kv.Put(znode.ConfigPath, u); err != nil {
 		return nil, err
 	}
-	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL}})
+	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL,
+		Size: int64(len(u.Data) - len(n.Data))}})
 	return &Reply{Zxid: zxid}, nil
 }

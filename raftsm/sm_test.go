@@ -445,8 +445,9 @@ func TestLookupErrors(t *testing.T) {
 	}
 }
 
-// eventsWithoutACL drops the ACLs of watch events so tables can list type
-// and path; TestWatchEventACL checks them.
+// eventsWithoutACL drops the ACLs and counter fields (Size, Ephemeral) of
+// watch events so tables can list type and path; TestWatchEventACL and
+// TestEventSizes check them.
 func eventsWithoutACL(evs []Event) []Event {
 	if evs == nil {
 		return nil
@@ -454,6 +455,7 @@ func eventsWithoutACL(evs []Event) []Event {
 	out := make([]Event, len(evs))
 	for i, e := range evs {
 		e.ACL = nil
+		e.Size, e.Ephemeral = 0, false
 		out[i] = e
 	}
 	return out

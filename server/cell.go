@@ -32,6 +32,7 @@ type cell struct {
 	tracker    *session.Tracker
 	watches    *registry
 	resumables *resumables
+	counts     treeCounts // nodes, ephemerals, data size (stats.go)
 
 	// mu guards the session-to-connection table.
 	mu struct {
@@ -65,6 +66,7 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 	c.resumables.applied(events)
 	for i := range events {
 		ev := &events[i]
+		c.counts.apply(ev)
 		switch ev.Kind {
 		case raftsm.EventWatch:
 			c.watches.trigger(ev.Zxid, ev.Type, ev.Path, ev.ACL)
@@ -116,6 +118,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 	log := c.srv.log
 	if prev != info.LeaderID {
 		log.Info("leader changed", "shard", c.shardID, "leader", info.LeaderID, "previous", prev, "term", info.Term)
+		c.srv.metrics.leaderChanged(prev, info.LeaderID, info.Term)
 	}
 	if now && !was {
 		// A new leader gives every session a full timeout before expiring
@@ -260,7 +263,9 @@ func (c *cell) proposeAsync(cmd *raftsm.Command) {
 }
 
 func (c *cell) propose(cmd *raftsm.Command) (*dragonboat.RequestState, error) {
-	return c.srv.nh.Propose(c.srv.nh.GetNoOPSession(c.shardID), raftsm.EncodeCommand(cmd), c.srv.cfg.ProposalTimeout)
+	data := raftsm.EncodeCommand(cmd)
+	c.srv.counters.proposal(len(data))
+	return c.srv.nh.Propose(c.srv.nh.GetNoOPSession(c.shardID), data, c.srv.cfg.ProposalTimeout)
 }
 
 // proposeWait proposes and waits for the reply.

@@ -112,6 +112,17 @@ type Config struct {
 	ProposalTimeout time.Duration
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
+
+	// GlobalOutstandingLimit bounds the requests read and not yet answered
+	// across all connections (globalOutstandingLimit); when it is reached
+	// connections are not read until replies free room. Default 1000.
+	GlobalOutstandingLimit int
+	// Admin, Metrics, TLS and SASL are the operations settings
+	// (opsconfig.go).
+	Admin   AdminConfig
+	Metrics MetricsConfig
+	TLS     TLSConfig
+	SASL    SASLConfig
 }
 
 // Validate fills defaults and checks the config.
@@ -217,5 +228,5 @@ func (c *Config) Validate() error {
 	if c.Logger == nil {
 		c.Logger = slog.Default()
 	}
-	return nil
+	return c.validateOps()
 }

@@ -48,6 +48,13 @@ type conn struct {
 	// owner names this connection in the log (raftsm.Command.Owner).
 	owner uint64
 
+	// st holds the figures of cons and stat (stats.go).
+	st connStats
+	// secure marks a connection on the TLS listener (tls.go); sasl is its
+	// SASL exchange (sasl.go), used by the reader goroutine only.
+	secure bool
+	sasl   *saslServer
+
 	// Set by the handshake, read-only afterwards.
 	sessionID int64
 	timeout   time.Duration
@@ -82,6 +89,7 @@ type pending struct {
 	executed   chan struct{}            // closed once exec has run (reads only)
 	after      func()                   // runs after the reply is queued
 	frame      []byte                   // a ready reply
+	start      time.Time                // when the request was read, for latency
 	closeAfter bool
 }
 
@@ -110,6 +118,7 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 		outReady: make(chan struct{}, 1),
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
+	c.st.init()
 	return c
 }
 
@@ -205,6 +214,7 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 	}
 	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
 	if n < 0 || int(n) > c.srv.cfg.MaxBuffer {
+		c.srv.counters.largeRequestsRejected.Add(1)
 		return nil, errFrameLength
 	}
 	buf := make([]byte, n)
@@ -212,6 +222,8 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 		return nil, err
 	}
 	c.srv.stats.received.Add(1)
+	c.st.recved.Add(1)
+	c.srv.counters.bytesReceived.Add(int64(n) + 4)
 	return buf, nil
 }
 
@@ -342,10 +354,16 @@ func (c *conn) readLoop() error {
 			}
 			lastRead = nil
 		}
+		start := time.Now()
+		if err := c.srv.acquireOutstanding(c.done); err != nil {
+			return err // global outstanding limit: wait (backpressure) or closed
+		}
 		p, err := c.dispatch(hdr, r.Rest())
 		if err != nil {
+			c.srv.releaseOutstanding()
 			return err
 		}
+		p.start = start
 		if p.exec != nil {
 			p.executed = make(chan struct{})
 			lastRead = p
@@ -353,6 +371,7 @@ func (c *conn) readLoop() error {
 		select {
 		case c.queue <- p:
 		case <-c.done:
+			c.srv.releaseOutstanding()
 			return net.ErrClosed
 		}
 		if p.closeAfter {
@@ -442,6 +461,7 @@ var errMalformedAuth = errors.New("server: malformed auth packet")
 func (c *conn) processor() {
 	for p := range c.queue {
 		frame, err := c.complete(p)
+		c.requestDone(p, frame, err)
 		if err != nil {
 			c.log.Warn("request failed", "op", p.op.String(), "err", err)
 			c.close()
@@ -565,6 +585,7 @@ func (c *conn) flusher() {
 				return
 			}
 			c.srv.stats.sent.Add(int64(len(frames)))
+			c.st.sent.Add(int64(len(frames)))
 		}
 		if closeAfter {
 			c.close()

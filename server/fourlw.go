@@ -1,11 +1,20 @@
 package server
 
 import (
+	"encoding/binary"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/user"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
 	"strings"
+	"time"
 
 	"github.com/zkraft/zkraft/raftsm"
-	"github.com/zkraft/zkraft/znode"
 )
 
 // Version is what zkraft reports as its ZooKeeper version.
@@ -28,52 +37,546 @@ func (s *Server) fourLetterWordEnabled(w string) bool {
 	return false
 }
 
-// fourLetterWord answers a four-letter word and closes the connection.
+// notServing is ZooKeeper's reply to most words while it has no quorum.
+const notServing = "This ZooKeeper instance is not currently serving requests\n"
+
+// fourLetterWord answers a four-letter word and closes the connection, as
+// ZooKeeper's NIOServerCnxn.checkFourLetterWord does: the reply is plain
+// text, ruok, isro and gtmk end without a newline.
 func (c *conn) fourLetterWord(w string) {
 	s := c.srv
+	s.stats.received.Add(1)
+	c.st.recved.Add(1)
+	c.log.Debug("four-letter word", "word", w)
 	var out string
 	switch {
 	case !s.fourLetterWordEnabled(w):
 		out = w + " is not executed because it is not in the whitelist.\n"
-	case w != "ruok" && w != "isro" && !c.cell.serving():
-		out = "This ZooKeeper instance is not currently serving requests\n"
 	case w == "ruok":
 		out = "imok"
 	case w == "isro":
 		out = "rw"
-	case w == "srvr":
-		out = s.srvr()
-	case w == "wchs":
-		watches, paths, conns := c.cell.watches.count()
-		out = fmt.Sprintf("%d connections watching %d paths\nTotal watches:%d\n", conns, paths, watches)
+	case w == "gtmk":
+		out = strconv.FormatInt(s.ops.traceMask.Load(), 10)
+	case w == "stmk":
+		var b [8]byte
+		if _, err := io.ReadFull(c.nc, b[:]); err != nil {
+			return
+		}
+		s.ops.traceMask.Store(int64(binary.BigEndian.Uint64(b[:])))
+		out = strconv.FormatInt(s.ops.traceMask.Load(), 10)
+	case !c.cell.serving():
+		out = notServing
 	default:
-		out = w + " is not supported by zkraft yet.\n"
+		out = s.fourLetterText(w)
 	}
 	c.enqueue([]byte(out))
 	c.closeAfterFlush()
 }
 
-func (s *Server) nodeCount() int {
-	v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-		return znode.Reader{KV: v.Tree(), Auth: superAuth}.CountDescendants("/")
-	}))
-	if err != nil {
-		return 0
+// fourLetterText is the reply of a word that needs a serving member.
+func (s *Server) fourLetterText(w string) string {
+	var b strings.Builder
+	switch w {
+	case "srvr":
+		s.writeSrvr(&b, false)
+	case "stat":
+		s.writeSrvr(&b, true)
+	case "cons":
+		for _, ci := range s.connInfos() {
+			b.WriteString(ci.line(true))
+		}
+		b.WriteString("\n")
+	case "crst":
+		for _, c := range s.conns() {
+			c.st.reset()
+		}
+		b.WriteString("Connection stats reset.\n")
+	case "srst":
+		s.resetServerStats()
+		b.WriteString("Server stats reset.\n")
+	case "conf":
+		for _, kv := range s.confPairs() {
+			fmt.Fprintf(&b, "%s=%v\n", kv.k, kv.v)
+		}
+		if !s.standalone() {
+			b.WriteString("membership: \n")
+			b.WriteString(renderConfig(s.cfg.Members))
+			b.WriteString("\nversion=0\n")
+		}
+	case "envi":
+		b.WriteString("Environment:\n")
+		for _, kv := range environment() {
+			fmt.Fprintf(&b, "%s=%s\n", kv.k, kv.v)
+		}
+	case "mntr":
+		for _, kv := range s.monitor() {
+			fmt.Fprintf(&b, "zk_%s\t%s\n", kv.k, kv.text())
+		}
+	case "wchs":
+		watches, paths, conns := s.cell.watches.count()
+		fmt.Fprintf(&b, "%d connections watching %d paths\nTotal watches:%d\n", conns, paths, watches)
+	case "wchc":
+		for _, e := range s.cell.watches.bySession() {
+			fmt.Fprintf(&b, "%s\n", hexID(e.id))
+			for _, p := range e.paths {
+				fmt.Fprintf(&b, "\t%s\n", p)
+			}
+		}
+		b.WriteString("\n")
+	case "wchp":
+		for _, e := range s.cell.watches.byPath() {
+			fmt.Fprintf(&b, "%s\n", e.path)
+			for _, id := range e.ids {
+				fmt.Fprintf(&b, "\t%s\n", hexID(id))
+			}
+		}
+		b.WriteString("\n")
+	case "dump":
+		s.writeDump(&b)
+	case "dirs":
+		d, l := s.dirSizes()
+		fmt.Fprintf(&b, "datadir_size: %d\nlogdir_size: %d\n", d, l)
+	case "hash":
+		// zkraft keeps no ZooKeeper digest log (the digest is a
+		// ZooKeeper-internal check between its own replicas).
 	}
-	// ZooKeeper's node count holds the root twice ("" and "/").
-	return int(v.(int32)) + 2
+	return b.String()
 }
 
+// writeSrvr writes srvr (and, with clients, stat), as ZooKeeper's
+// StatCommand does.
+func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
+	f := s.figures()
+	fmt.Fprintf(b, "Zookeeper version: %s\n", Version)
+	if clients {
+		b.WriteString("Clients:\n")
+		for _, ci := range s.connInfos() {
+			b.WriteString(ci.line(false))
+		}
+		b.WriteString("\n")
+	}
+	fmt.Fprintf(b, "Latency min/avg/max: %d/%s/%d\n", f.minLat, javaDouble(f.avgLat), f.maxLat)
+	fmt.Fprintf(b, "Received: %d\n", f.received)
+	fmt.Fprintf(b, "Sent: %d\n", f.sent)
+	fmt.Fprintf(b, "Connections: %d\n", f.connections)
+	fmt.Fprintf(b, "Outstanding: %d\n", f.outstanding)
+	fmt.Fprintf(b, "Zxid: 0x%x\n", f.zxid)
+	fmt.Fprintf(b, "Mode: %s\n", f.mode)
+	fmt.Fprintf(b, "Node count: %d\n", f.nodeCount)
+	if f.mode == "leader" {
+		fmt.Fprintf(b, "Proposal sizes last/min/max: %s\n", s.proposalSizes())
+	}
+}
+
+func (s *Server) proposalSizes() string {
+	c := &s.counters
+	if c.proposalLast.Load() == 0 {
+		return "-1/-1/-1"
+	}
+	return fmt.Sprintf("%d/%d/%d", c.proposalLast.Load(), c.proposalMin.Load(), c.proposalMax.Load())
+}
+
+// nodeCount is srvr's node count.
+func (s *Server) nodeCount() int {
+	n, _, _ := s.cell.treeCounts()
+	return int(n) + 1
+}
+
+// srvr is the srvr reply.
 func (s *Server) srvr() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "Zookeeper version: %s\n", Version)
-	fmt.Fprintf(&b, "Latency min/avg/max: 0/0.0/0\n")
-	fmt.Fprintf(&b, "Received: %d\n", s.stats.received.Load())
-	fmt.Fprintf(&b, "Sent: %d\n", s.stats.sent.Load())
-	fmt.Fprintf(&b, "Connections: %d\n", s.connCount())
-	fmt.Fprintf(&b, "Outstanding: 0\n")
-	fmt.Fprintf(&b, "Zxid: 0x%x\n", s.lastZxid())
-	fmt.Fprintf(&b, "Mode: %s\n", s.mode())
-	fmt.Fprintf(&b, "Node count: %d\n", s.nodeCount())
+	s.writeSrvr(&b, false)
 	return b.String()
+}
+
+// conns lists the live connections.
+func (s *Server) conns() []*conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]*conn, 0, len(s.mu.conns))
+	for c := range s.mu.conns {
+		out = append(out, c)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].owner < out[j].owner })
+	return out
+}
+
+// connInfo is one connection as cons and the connections command show it.
+type connInfo struct {
+	remote     string
+	interest   int
+	queued     int
+	recved     int64
+	sent       int64
+	session    int64
+	lop        string
+	est        int64
+	timeout    int64
+	lcxid      int64
+	lzxid      int64
+	lresp      int64
+	llat       int64
+	minlat     int64
+	avglat     int64
+	maxlat     int64
+	hasSession bool
+	secure     bool
+}
+
+func (s *Server) connInfos() []connInfo {
+	var out []connInfo
+	for _, c := range s.conns() {
+		ci := connInfo{
+			remote:  c.nc.RemoteAddr().String(),
+			queued:  len(c.queue),
+			recved:  c.st.recved.Load(),
+			sent:    c.st.sent.Load(),
+			session: c.sessionID,
+			est:     c.st.established.UnixMilli(),
+			timeout: c.timeout.Milliseconds(),
+			secure:  c.secure,
+		}
+		if c.sessionID != 0 {
+			ci.hasSession, ci.interest = true, 1
+			c.st.mu.Lock()
+			ci.lop, ci.lcxid, ci.lzxid, ci.lresp, ci.llat = c.st.mu.lop, c.st.mu.lcxid, c.st.mu.lzxid, c.st.mu.lresp, c.st.mu.llat
+			var cnt, sum int64
+			ci.minlat, _, ci.maxlat, cnt, sum = c.st.mu.lat.get()
+			c.st.mu.Unlock()
+			if cnt > 0 {
+				ci.avglat = sum / cnt
+			}
+		}
+		out = append(out, ci)
+	}
+	return out
+}
+
+// line formats a connection as ZooKeeper's ServerCnxn.dumpConnectionInfo:
+// brief for stat, full for cons.
+func (ci connInfo) line(full bool) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, " /%s[%d](queued=%d,recved=%d,sent=%d", ci.remote, ci.interest, ci.queued, ci.recved, ci.sent)
+	if full && ci.hasSession {
+		fmt.Fprintf(&b, ",sid=%s,lop=%s,est=%d,to=%d", hexID(ci.session), ci.lop, ci.est, ci.timeout)
+		if ci.lcxid >= 0 {
+			fmt.Fprintf(&b, ",lcxid=0x%x", ci.lcxid)
+		}
+		fmt.Fprintf(&b, ",lzxid=0x%x,lresp=%d,llat=%d,minlat=%d,avglat=%d,maxlat=%d",
+			uint64(ci.lzxid), ci.lresp, ci.llat, ci.minlat, ci.avglat, ci.maxlat)
+	}
+	b.WriteString(")\n")
+	return b.String()
+}
+
+// kv is one key and value of conf, envi or mntr, in order.
+type kv struct {
+	k string
+	v any
+}
+
+// text formats a value as ZooKeeper prints it.
+func (p kv) text() string {
+	switch v := p.v.(type) {
+	case float64:
+		return javaDouble(v)
+	default:
+		return fmt.Sprint(v)
+	}
+}
+
+func portOf(addr string) int {
+	_, p, err := net.SplitHostPort(addr)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+func (s *Server) confPairs() []kv {
+	c := &s.cfg
+	logDir := c.LogDir
+	if logDir == "" {
+		logDir = c.DataDir
+	}
+	dsize, lsize := s.dirSizes()
+	secure := -1
+	if s.ops.secureLn != nil {
+		secure = portOf(s.ops.secureLn.Addr().String())
+	}
+	var serverID uint64
+	if !s.standalone() {
+		serverID = c.ReplicaID
+	}
+	out := []kv{
+		{"clientPort", portOf(s.ln.Addr().String())},
+		{"secureClientPort", secure},
+		{"dataDir", c.DataDir},
+		{"dataDirSize", dsize},
+		{"dataLogDir", logDir},
+		{"dataLogSize", lsize},
+		{"tickTime", c.TickTime.Milliseconds()},
+		{"maxClientCnxns", c.MaxClientCnxns},
+		{"minSessionTimeout", c.MinSessionTimeout.Milliseconds()},
+		{"maxSessionTimeout", c.MaxSessionTimeout.Milliseconds()},
+		{"clientPortListenBacklog", -1},
+		{"serverId", serverID},
+	}
+	if !s.standalone() {
+		self := s.self()
+		peerType := 0
+		if self.Observer {
+			peerType = 1
+		}
+		out = append(out,
+			kv{"initLimit", 10}, kv{"syncLimit", 5}, kv{"electionAlg", 3},
+			kv{"electionPort", portOf(self.ElectionAddr)}, kv{"quorumPort", portOf(self.RaftAddr)},
+			kv{"peerType", peerType})
+	}
+	return out
+}
+
+// dirSizes walks the data and log directories (dirs, conf): ZooKeeper's
+// figures are likewise computed on demand.
+func (s *Server) dirSizes() (data, log int64) {
+	size := func(dir string) int64 {
+		var n int64
+		filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				if fi, err := d.Info(); err == nil {
+					n += fi.Size()
+				}
+			}
+			return nil
+		})
+		return n
+	}
+	data = size(s.cfg.DataDir)
+	if s.cfg.LogDir == "" || s.cfg.LogDir == s.cfg.DataDir {
+		return data, data
+	}
+	return data, size(s.cfg.LogDir)
+}
+
+// environment is envi: ZooKeeper's keys where they mean something for a Go
+// process (go.* in place of java.*).
+func environment() []kv {
+	host, _ := os.Hostname()
+	u, _ := user.Current()
+	var uname, uhome string
+	if u != nil {
+		uname, uhome = u.Username, u.HomeDir
+	}
+	wd, _ := os.Getwd()
+	osVersion := ""
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		osVersion = strings.TrimSpace(string(b))
+	}
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	mb := func(n uint64) string { return strconv.FormatUint(n>>20, 10) + "MB" }
+	exe, _ := os.Executable()
+	return []kv{
+		{"zookeeper.version", Version},
+		{"host.name", host},
+		{"go.version", runtime.Version()},
+		{"go.maxprocs", strconv.Itoa(runtime.GOMAXPROCS(0))},
+		{"go.executable", exe},
+		{"os.name", runtime.GOOS},
+		{"os.arch", runtime.GOARCH},
+		{"os.version", osVersion},
+		{"user.name", uname},
+		{"user.home", uhome},
+		{"user.dir", wd},
+		{"os.memory.free", mb(ms.HeapIdle)},
+		{"os.memory.max", mb(ms.Sys)},
+		{"os.memory.total", mb(ms.HeapSys)},
+	}
+}
+
+// monitor is mntr: ZooKeeper's keys that exporters read, in the order of
+// ZooKeeper 3.8's output (which is HashMap order; clients must not rely on
+// it), then the leader's, then the summaries zkraft keeps.
+func (s *Server) monitor() []kv {
+	f := s.figures()
+	c := &s.counters
+	out := []kv{
+		{"version", Version},
+		{"server_state", f.mode},
+		{"ephemerals_count", f.ephemerals},
+		{"num_alive_connections", f.connections},
+		{"avg_latency", f.avgLat},
+		{"outstanding_requests", f.outstanding},
+		{"znode_count", f.nodeCount},
+		{"global_sessions", f.sessions},
+		{"non_mtls_remote_conn_count", 0},
+		{"last_client_response_size", c.lastResp.Load()},
+		{"packets_sent", f.sent},
+		{"packets_received", f.received},
+		{"max_client_response_size", c.maxResp.Load()},
+		{"connection_drop_probability", 0.0},
+		{"watch_count", f.watches},
+		{"auth_failed_count", c.authFailed.Load()},
+		{"min_latency", f.minLat},
+		{"max_file_descriptor_count", f.maxFDs},
+		{"approximate_data_size", f.dataSize},
+		{"open_file_descriptor_count", f.openFDs},
+		{"local_sessions", 0},
+		{"uptime", f.uptime},
+		{"max_latency", f.maxLat},
+		{"outstanding_tls_handshake", c.tlsHandshakes.Load()},
+		{"min_client_response_size", c.minResp.Load()},
+		{"non_mtls_local_conn_count", 0},
+		{"throttled_ops", c.throttled.Load()},
+		{"large_requests_rejected", c.largeRequestsRejected.Load()},
+		{"connection_rejected", c.connRejected.Load()},
+		{"unsuccessful_handshake", c.tlsHandshakeFailed.Load()},
+		{"bytes_received_count", c.bytesReceived.Load()},
+		{"quorum_size", f.voters},
+	}
+	if f.mode == "leader" {
+		out = append(out,
+			kv{"learners", f.learners},
+			kv{"followers", f.learners}, // ZooKeeper 3.4's name, still read by some exporters
+			kv{"synced_followers", f.syncedFollowers},
+			kv{"synced_non_voting_followers", f.syncedNonVot},
+			kv{"synced_observers", f.syncedNonVot},
+			kv{"pending_syncs", 0},
+			kv{"last_proposal_size", c.proposalLast.Load()},
+			kv{"max_proposal_size", c.proposalMax.Load()},
+			kv{"min_proposal_size", c.proposalMin.Load()},
+		)
+	}
+	for _, sm := range []struct {
+		name string
+		l    *latency
+	}{{"readlatency", &c.reads}, {"updatelatency", &c.writes}} {
+		mn, avg, mx, cnt, sum := sm.l.get()
+		out = append(out, kv{"avg_" + sm.name, avg}, kv{"min_" + sm.name, mn}, kv{"max_" + sm.name, mx},
+			kv{"cnt_" + sm.name, cnt}, kv{"sum_" + sm.name, sum})
+	}
+	return out
+}
+
+// writeDump is dump: sessions by expiry bucket, ephemerals by session,
+// then connections, as ZooKeeper 3.8 prints them.
+func (s *Server) writeDump(b *strings.Builder) {
+	const javaDate = "Mon Jan 02 15:04:05 MST 2006"
+	buckets, ids := s.cell.tracker.Deadlines()
+	times := make([]time.Time, 0, len(buckets))
+	for t := range buckets {
+		times = append(times, t)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i].Before(times[j]) })
+	b.WriteString("SessionTracker dump:\n")
+	fmt.Fprintf(b, "Session Sets (%d)/(%d):\n", len(times), ids)
+	for _, t := range times {
+		fmt.Fprintf(b, "%d expire at %s:\n", len(buckets[t]), t.UTC().Format(javaDate))
+		for _, id := range buckets[t] {
+			fmt.Fprintf(b, "\t%s\n", hexID(id))
+		}
+	}
+	owners, paths := s.ephemeralsByOwner()
+	b.WriteString("ephemeral nodes dump:\n")
+	fmt.Fprintf(b, "Sessions with Ephemerals (%d):\n", len(owners))
+	for i, o := range owners {
+		fmt.Fprintf(b, "%s:\n", hexID(o))
+		for _, p := range paths[i] {
+			fmt.Fprintf(b, "\t%s\n", p)
+		}
+	}
+	b.WriteString("Connections dump:\n")
+	cs := s.conns()
+	fmt.Fprintf(b, "Connections Sets (%d)/(%d):\n", len(cs), len(cs))
+	for _, c := range cs {
+		exp := c.st.established.Add(handshakeTimeout)
+		if c.sessionID != 0 {
+			if t, ok := s.cell.tracker.Deadline(c.sessionID); ok {
+				exp = t
+			}
+		}
+		fmt.Fprintf(b, "1 expire at %s:\n\tip: /%s sessionId: %s\n", exp.UTC().Format(javaDate),
+			c.nc.RemoteAddr().String(), hexID(c.sessionID))
+	}
+}
+
+func (s *Server) ephemeralsByOwner() ([]int64, [][]string) {
+	type res struct {
+		owners []int64
+		paths  [][]string
+	}
+	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		o, p, err := v.EphemeralsByOwner()
+		return res{o, p}, err
+	}))
+	if err != nil {
+		return nil, nil
+	}
+	r := v.(res)
+	return r.owners, r.paths
+}
+
+// total is mntr's watch_count: data and child watches, one per
+// connection and path in each table.
+func (r *registry) total() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, t := range r.mu.tables {
+		for _, set := range t {
+			n += len(set)
+		}
+	}
+	return n
+}
+
+type sessionPaths struct {
+	id    int64
+	paths []string
+}
+
+type pathSessions struct {
+	path string
+	ids  []int64
+}
+
+// bySession is wchc: the data-table paths each session watches.
+func (r *registry) bySession() []sessionPaths {
+	r.mu.Lock()
+	m := map[int64][]string{}
+	for p, set := range r.mu.tables[tableData] {
+		for c := range set {
+			m[c.sessionID] = append(m[c.sessionID], p)
+		}
+	}
+	r.mu.Unlock()
+	out := make([]sessionPaths, 0, len(m))
+	for id, ps := range m {
+		sort.Strings(ps)
+		out = append(out, sessionPaths{id, ps})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].id < out[j].id })
+	return out
+}
+
+// byPath is wchp: the sessions watching each data-table path.
+func (r *registry) byPath() []pathSessions {
+	r.mu.Lock()
+	out := make([]pathSessions, 0, len(r.mu.tables[tableData]))
+	for p, set := range r.mu.tables[tableData] {
+		e := pathSessions{path: p}
+		for c := range set {
+			e.ids = append(e.ids, c.sessionID)
+		}
+		sort.Slice(e.ids, func(i, j int) bool { return e.ids[i] < e.ids[j] })
+		out = append(out, e)
+	}
+	r.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
+	return out
 }

@@ -34,6 +34,13 @@ type Server struct {
 
 	started time.Time
 	stats   stats
+
+	// Operations: figures, limits, admin, metrics, TLS and SASL (ops.go).
+	counters    serverCounters
+	metrics     *metrics
+	outstanding chan struct{} // slots of the global outstanding-request limit
+	ops         opsState
+
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
 
 	ctx    context.Context
@@ -81,6 +88,9 @@ func New(cfg Config) (*Server, error) {
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.initOps(); err != nil {
+		return nil, err
+	}
 
 	logDir := cfg.LogDir
 	if logDir == "" {
@@ -101,6 +111,7 @@ func New(cfg Config) (*Server, error) {
 		Expert:            dbconfig.GetDefaultExpertConfig(),
 	}
 	nhc.Expert.LogDB = dbconfig.GetSmallMemLogDBConfig()
+	s.tuneNodeHost(&nhc)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return nil, fmt.Errorf("server: start raft: %w", err)
@@ -170,6 +181,11 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: listen %s: %w", cfg.ClientAddr, err)
 	}
 	s.ln = ln
+	if err := s.startOps(); err != nil {
+		ln.Close()
+		nh.Close()
+		return nil, err
+	}
 	s.wg.Add(4)
 	go s.acceptLoop()
 	go c.sessionLoop(s.ctx, &s.wg)
@@ -270,6 +286,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 	}
 	if s.cfg.MaxClientCnxns > 0 && s.mu.perIP[ip] >= s.cfg.MaxClientCnxns {
 		s.log.Warn("too many connections from one address", "ip", ip, "limit", s.cfg.MaxClientCnxns)
+		s.counters.connRejected.Add(1)
 		return nil, false
 	}
 	c := newConn(s, s.cell, nc, ip)
@@ -312,6 +329,7 @@ func (s *Server) Close() error {
 	s.mu.Unlock()
 	s.cancel()
 	err := s.ln.Close()
+	s.stopOps()
 	for _, c := range conns {
 		c.close()
 	}

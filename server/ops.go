@@ -1,0 +1,304 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/cockroachdb/pebble"
+	dbconfig "github.com/lni/dragonboat/v4/config"
+	"github.com/lni/dragonboat/v4/raftio"
+
+	"github.com/zkraft/zkraft/raftsm"
+)
+
+// opsState is what the operations side of a member (four-letter words,
+// AdminServer, metrics, TLS, SASL) keeps beyond Config.
+type opsState struct {
+	traceMask atomic.Int64 // gtmk/stmk; ZooKeeper's default is 306
+
+	admin     *http.Server
+	adminLn   net.Listener
+	promSrv   *http.Server
+	promLn    net.Listener
+	secureLn  net.Listener
+	tls       *tlsState
+	saslUsers map[string]string
+
+	peers peerListener
+}
+
+// peerListener follows Dragonboat's connections to other members, which
+// tells the leader which followers it reaches (synced_followers).
+type peerListener struct {
+	mu struct {
+		sync.Mutex
+		connected map[string]bool // raft address
+	}
+	snapshots atomic.Int64
+}
+
+var _ raftio.ISystemEventListener = (*peerListener)(nil)
+
+func (p *peerListener) set(addr string, up bool) {
+	p.mu.Lock()
+	if p.mu.connected == nil {
+		p.mu.connected = map[string]bool{}
+	}
+	p.mu.connected[addr] = up
+	p.mu.Unlock()
+}
+
+func (p *peerListener) isConnected(addr string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.mu.connected[addr]
+}
+
+func (p *peerListener) NodeHostShuttingDown()             {}
+func (p *peerListener) NodeUnloaded(raftio.NodeInfo)      {}
+func (p *peerListener) NodeDeleted(raftio.NodeInfo)       {}
+func (p *peerListener) NodeReady(raftio.NodeInfo)         {}
+func (p *peerListener) MembershipChanged(raftio.NodeInfo) {}
+func (p *peerListener) ConnectionEstablished(i raftio.ConnectionInfo) {
+	if !i.SnapshotConnection {
+		p.set(i.Address, true)
+	}
+}
+func (p *peerListener) ConnectionFailed(i raftio.ConnectionInfo) {
+	if !i.SnapshotConnection {
+		p.set(i.Address, false)
+	}
+}
+func (p *peerListener) SendSnapshotStarted(raftio.SnapshotInfo)   {}
+func (p *peerListener) SendSnapshotCompleted(raftio.SnapshotInfo) {}
+func (p *peerListener) SendSnapshotAborted(raftio.SnapshotInfo)   {}
+func (p *peerListener) SnapshotReceived(raftio.SnapshotInfo)      {}
+func (p *peerListener) SnapshotRecovered(raftio.SnapshotInfo)     {}
+func (p *peerListener) SnapshotCreated(raftio.SnapshotInfo)       { p.snapshots.Add(1) }
+func (p *peerListener) SnapshotCompacted(raftio.SnapshotInfo)     {}
+func (p *peerListener) LogCompacted(raftio.EntryInfo)             {}
+func (p *peerListener) LogDBCompacted(raftio.EntryInfo)           {}
+
+// initOps prepares what New needs before the replica starts.
+func (s *Server) initOps() error {
+	s.outstanding = make(chan struct{}, s.cfg.GlobalOutstandingLimit)
+	s.ops.traceMask.Store(306)
+	m, err := newMetrics(s)
+	if err != nil {
+		return fmt.Errorf("server: metrics: %w", err)
+	}
+	s.metrics = m
+	users, err := loadSASLUsers(s.cfg.SASL)
+	if err != nil {
+		return err
+	}
+	s.ops.saslUsers = users
+	if s.cfg.TLS.SecureClientAddr != "" {
+		st, err := newTLSState(s.cfg.TLS)
+		if err != nil {
+			return err
+		}
+		s.ops.tls = st
+	}
+	return nil
+}
+
+// tuneNodeHost adds the operations settings to Dragonboat's config: the
+// connection listener, its metrics, and mutual TLS between members.
+func (s *Server) tuneNodeHost(nhc *dbconfig.NodeHostConfig) {
+	nhc.SystemEventListener = &s.ops.peers
+	nhc.EnableMetrics = s.cfg.Metrics.Enabled
+	if t := s.cfg.TLS; t.Quorum {
+		nhc.MutualTLS = true
+		nhc.CAFile, nhc.CertFile, nhc.KeyFile = t.QuorumCAFile, t.QuorumCertFile, t.QuorumKeyFile
+	}
+}
+
+// startOps starts the secure client listener, the AdminServer and the
+// metrics endpoint. On error it stops what it started.
+func (s *Server) startOps() error {
+	if s.ops.tls != nil {
+		ln, err := net.Listen("tcp", s.cfg.TLS.SecureClientAddr)
+		if err != nil {
+			return fmt.Errorf("server: listen %s (secureClientPort): %w", s.cfg.TLS.SecureClientAddr, err)
+		}
+		s.ops.secureLn = ln
+		s.wg.Add(1)
+		go s.secureAcceptLoop(ln)
+		s.log.Info("serving TLS", "secureClient", ln.Addr().String(), "clientAuth", s.cfg.TLS.ClientAuth)
+	}
+	if s.cfg.Metrics.Enabled {
+		ln, err := net.Listen("tcp", s.cfg.Metrics.Addr)
+		if err != nil {
+			s.stopOps()
+			return fmt.Errorf("server: listen %s (metricsProvider.httpPort): %w", s.cfg.Metrics.Addr, err)
+		}
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", s.metricsHandler())
+		s.ops.promLn = ln
+		s.ops.promSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.ops.promSrv.Serve(ln)
+		}()
+		s.log.Info("serving metrics", "addr", ln.Addr().String())
+	}
+	if s.cfg.Admin.Enabled {
+		// Like ZooKeeper's AdminServer, a port that cannot be bound is
+		// logged and the member serves without it.
+		ln, err := net.Listen("tcp", s.cfg.Admin.Addr)
+		if err != nil {
+			s.log.Error("admin server not started", "addr", s.cfg.Admin.Addr, "err", err)
+		} else {
+			s.ops.adminLn = ln
+			s.ops.admin = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+			s.wg.Add(1)
+			go func() {
+				defer s.wg.Done()
+				s.ops.admin.Serve(ln)
+			}()
+			s.log.Info("serving admin", "addr", ln.Addr().String(), "commands", s.cfg.Admin.CommandURL)
+		}
+	}
+	return nil
+}
+
+// stopOps closes the listeners startOps opened; Close then waits for their
+// goroutines.
+func (s *Server) stopOps() {
+	if s.ops.secureLn != nil {
+		s.ops.secureLn.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	for _, h := range []*http.Server{s.ops.admin, s.ops.promSrv} {
+		if h != nil {
+			if err := h.Shutdown(ctx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+				s.log.Debug("http shutdown", "err", err)
+			}
+			h.Close()
+		}
+	}
+}
+
+// AdminAddr is the AdminServer's address, nil when it is not running.
+func (s *Server) AdminAddr() net.Addr {
+	if s.ops.adminLn == nil {
+		return nil
+	}
+	return s.ops.adminLn.Addr()
+}
+
+// MetricsAddr is the metrics endpoint's address, nil when it is off.
+func (s *Server) MetricsAddr() net.Addr {
+	if s.ops.promLn == nil {
+		return nil
+	}
+	return s.ops.promLn.Addr()
+}
+
+// SecureAddr is the TLS client listener's address, nil when it is off.
+func (s *Server) SecureAddr() net.Addr {
+	if s.ops.secureLn == nil {
+		return nil
+	}
+	return s.ops.secureLn.Addr()
+}
+
+// figures are the numbers srvr, stat, mntr and the metrics share.
+type figures struct {
+	mode                          string
+	zxid                          int64
+	nodeCount                     int64 // as ZooKeeper counts: the root twice
+	ephemerals, dataSize          int64
+	watches                       int
+	connections                   int
+	outstanding                   int
+	sessions                      int
+	uptime                        int64
+	received, sent                int64
+	minLat, maxLat                int64
+	avgLat                        float64
+	openFDs, maxFDs               int64
+	voters, learners, observers   int
+	syncedFollowers, syncedNonVot int
+}
+
+func (s *Server) figures() figures {
+	f := figures{mode: s.mode(), zxid: s.lastZxid()}
+	nodes, eph, size := s.cell.treeCounts()
+	f.nodeCount, f.ephemerals, f.dataSize = nodes+1, eph, size
+	f.watches = s.cell.watches.total()
+	f.connections = s.connCount()
+	f.outstanding = s.outstandingRequests()
+	f.sessions = s.cell.tracker.Len()
+	f.uptime = time.Since(s.started).Milliseconds()
+	f.received, f.sent = s.stats.received.Load(), s.stats.sent.Load()
+	f.minLat, f.avgLat, f.maxLat, _, _ = s.counters.all.get()
+	f.openFDs, f.maxFDs = fdCounts()
+	f.voters = 1
+	if !s.standalone() {
+		f.voters = 0
+		for _, m := range s.cfg.Members {
+			if !m.Observer {
+				f.voters++
+			}
+		}
+	}
+	if f.mode == "leader" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if m, err := s.nh.SyncGetShardMembership(ctx, s.cfg.ShardID); err == nil {
+			f.voters = len(m.Nodes)
+			for id, addr := range m.Nodes {
+				if id == s.cfg.ReplicaID {
+					continue
+				}
+				f.learners++
+				if s.ops.peers.isConnected(addr) {
+					f.syncedFollowers++
+				}
+			}
+			for _, addr := range m.NonVotings {
+				f.learners++
+				f.observers++
+				if s.ops.peers.isConnected(addr) {
+					f.syncedNonVot++
+				}
+			}
+		}
+	}
+	return f
+}
+
+func fdCounts() (open, max int64) {
+	if ents, err := os.ReadDir("/proc/self/fd"); err == nil {
+		open = int64(len(ents))
+	}
+	var lim syscall.Rlimit
+	if syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim) == nil {
+		max = int64(lim.Cur)
+	}
+	return open, max
+}
+
+// storeMetrics are the state machine's Pebble metrics, nil if the replica
+// cannot be read.
+func (s *Server) storeMetrics() *pebble.Metrics {
+	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		return v.StoreMetrics(), nil
+	}))
+	if err != nil {
+		return nil
+	}
+	return v.(*pebble.Metrics)
+}

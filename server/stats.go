@@ -1,0 +1,324 @@
+package server
+
+import (
+	"math"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+)
+
+// latency is a min/avg/max summary in milliseconds, as ZooKeeper's
+// ServerStats and AvgMinMaxCounter keep them. Safe for concurrent use; one
+// short critical section per request.
+type latency struct {
+	mu    sync.Mutex
+	count int64
+	sum   int64
+	min   int64
+	max   int64
+}
+
+func (l *latency) add(ms int64) {
+	l.mu.Lock()
+	if l.count == 0 || ms < l.min {
+		l.min = ms
+	}
+	if ms > l.max {
+		l.max = ms
+	}
+	l.count++
+	l.sum += ms
+	l.mu.Unlock()
+}
+
+func (l *latency) reset() {
+	l.mu.Lock()
+	l.count, l.sum, l.min, l.max = 0, 0, 0, 0
+	l.mu.Unlock()
+}
+
+// get returns min, avg (rounded to 4 decimals, as ZooKeeper prints it), max,
+// count and sum.
+func (l *latency) get() (min int64, avg float64, max, count, sum int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.count > 0 {
+		avg = math.Round(float64(l.sum)/float64(l.count)*10000) / 10000
+	}
+	return l.min, avg, l.max, l.count, l.sum
+}
+
+// javaDouble formats v as Java's Double.toString does for ordinary values:
+// at least one digit after the point.
+func javaDouble(v float64) string {
+	s := strconv.FormatFloat(v, 'f', -1, 64)
+	for i := 0; i < len(s); i++ {
+		if s[i] == '.' {
+			return s
+		}
+	}
+	return s + ".0"
+}
+
+// serverCounters are the member-wide figures of srvr, stat and mntr that
+// are not kept elsewhere. All fields are updated lock-free except the
+// latency summaries.
+type serverCounters struct {
+	all, reads, writes latency // request latency, ms
+	// Response sizes (bytes) of replies to requests.
+	lastResp, minResp, maxResp atomic.Int64
+	bytesReceived              atomic.Int64
+	authFailed                 atomic.Int64
+	connRejected               atomic.Int64 // maxClientCnxns, limits
+	largeRequestsRejected      atomic.Int64
+	tlsHandshakes              atomic.Int64 // in progress
+	tlsHandshakeFailed         atomic.Int64
+	throttled                  atomic.Int64 // requests that waited for the global limit
+	proposalLast, proposalMin  atomic.Int64
+	proposalMax                atomic.Int64
+}
+
+func (s *serverCounters) response(n int) {
+	v := int64(n)
+	s.lastResp.Store(v)
+	for {
+		cur := s.minResp.Load()
+		if (cur != 0 && cur <= v) || s.minResp.CompareAndSwap(cur, v) {
+			break
+		}
+	}
+	for {
+		cur := s.maxResp.Load()
+		if cur >= v || s.maxResp.CompareAndSwap(cur, v) {
+			break
+		}
+	}
+}
+
+func (s *serverCounters) proposal(n int) {
+	v := int64(n)
+	s.proposalLast.Store(v)
+	for {
+		cur := s.proposalMin.Load()
+		if (cur != 0 && cur <= v) || s.proposalMin.CompareAndSwap(cur, v) {
+			break
+		}
+	}
+	for {
+		cur := s.proposalMax.Load()
+		if cur >= v || s.proposalMax.CompareAndSwap(cur, v) {
+			break
+		}
+	}
+}
+
+// reset is srst: ZooKeeper resets latency, packet counts and the response
+// sizes.
+func (s *Server) resetServerStats() {
+	s.counters.all.reset()
+	s.counters.reads.reset()
+	s.counters.writes.reset()
+	s.stats.received.Store(0)
+	s.stats.sent.Store(0)
+	s.counters.lastResp.Store(0)
+	s.counters.minResp.Store(0)
+	s.counters.maxResp.Store(0)
+	s.counters.authFailed.Store(0)
+}
+
+// connStats are one connection's figures for cons and stat.
+type connStats struct {
+	established time.Time
+	recved      atomic.Int64 // packets
+	sent        atomic.Int64
+
+	mu struct {
+		sync.Mutex
+		lop   string
+		lcxid int64 // -1 after a reset
+		lzxid int64 // -1 after a reset
+		lresp int64 // ms since the server started
+		lat   latency
+		llat  int64
+	}
+}
+
+func (st *connStats) init() {
+	st.established = time.Now()
+	st.mu.lcxid, st.mu.lzxid = -1, -1
+	st.mu.lop = "NA"
+}
+
+func (st *connStats) reset() {
+	st.recved.Store(0)
+	st.sent.Store(0)
+	st.mu.Lock()
+	st.mu.lop, st.mu.lcxid, st.mu.lzxid, st.mu.lresp, st.mu.llat = "NA", -1, -1, 0, 0
+	st.mu.lat.reset()
+	st.mu.Unlock()
+}
+
+// opAbbrev is ZooKeeper's lastOp for each op (FinalRequestProcessor).
+func opAbbrev(op jute.OpCode) string {
+	switch op {
+	case jute.OpPing:
+		return "PING"
+	case jute.OpCreateSession:
+		return "SESS"
+	case jute.OpMulti:
+		return "MULT"
+	case jute.OpMultiRead:
+		return "MLTR"
+	case jute.OpCreate, jute.OpCreate2, jute.OpCreateTTL, jute.OpCreateContainer:
+		return "CREA"
+	case jute.OpDelete, jute.OpDeleteContainer:
+		return "DELE"
+	case jute.OpSetData:
+		return "SETD"
+	case jute.OpReconfig:
+		return "RECO"
+	case jute.OpSetACL:
+		return "SETA"
+	case jute.OpCheck:
+		return "CHEC"
+	case jute.OpExists:
+		return "EXIS"
+	case jute.OpGetData:
+		return "GETD"
+	case jute.OpSetWatches, jute.OpSetWatches2:
+		return "SETW"
+	case jute.OpAddWatch:
+		return "ADDW"
+	case jute.OpGetACL:
+		return "GETA"
+	case jute.OpGetChildren, jute.OpGetChildren2:
+		return "GETC"
+	case jute.OpGetAllChildrenNumber:
+		return "GETACN"
+	case jute.OpCheckWatches:
+		return "CHKW"
+	case jute.OpRemoveWatches:
+		return "REMW"
+	case jute.OpGetEphemerals:
+		return "GETE"
+	case jute.OpWhoAmI:
+		return "HOMI"
+	case jute.OpSync:
+		return "SYNC"
+	case jute.OpCloseSession:
+		return "CLOS"
+	case jute.OpAuth:
+		return "AUTH"
+	case jute.OpSASL:
+		return "SASL"
+	}
+	return op.String()
+}
+
+// requestDone records a completed request: the member's and the
+// connection's latency, last op and zxid, and the response size. It runs on
+// the connection's processor goroutine.
+func (c *conn) requestDone(p *pending, frame []byte, err error) {
+	s := c.srv
+	s.releaseOutstanding()
+	if err != nil || p.start.IsZero() {
+		return
+	}
+	now := time.Now()
+	ms := now.Sub(p.start).Milliseconds()
+	s.counters.all.add(ms)
+	write := p.rs != nil
+	if write {
+		s.counters.writes.add(ms)
+	} else if p.op != jute.OpPing && p.op != jute.OpAuth {
+		s.counters.reads.add(ms)
+	}
+	s.metrics.request(p.op, write, now.Sub(p.start))
+	s.counters.response(len(frame))
+	var zxid int64 = -1
+	if len(frame) >= 16 {
+		zxid = int64(uint64(frame[8])<<56 | uint64(frame[9])<<48 | uint64(frame[10])<<40 | uint64(frame[11])<<32 |
+			uint64(frame[12])<<24 | uint64(frame[13])<<16 | uint64(frame[14])<<8 | uint64(frame[15]))
+	}
+	st := &c.st
+	st.mu.Lock()
+	st.mu.lop = opAbbrev(p.op)
+	if p.xid >= 0 {
+		st.mu.lcxid = int64(p.xid)
+	}
+	if zxid >= 0 {
+		st.mu.lzxid = zxid
+	}
+	st.mu.lresp = now.Sub(s.started).Milliseconds()
+	st.mu.llat = ms
+	st.mu.lat.add(ms)
+	st.mu.Unlock()
+}
+
+// treeCounts are the data tree's node, ephemeral and approximate-size
+// figures, kept from applied events so that mntr and srvr cost O(1) on any
+// tree size. They start from one walk of the store (raftsm.View.TreeStats)
+// when first needed and after a snapshot from another replica replaced the
+// state (the walk runs inside a state-machine read, which excludes Applied,
+// so no event is counted twice or missed).
+//
+// The alternative, a cached walk refreshed every few seconds, would hold
+// the state machine's read lock, and so stall every write, for O(nodes)
+// time on each refresh; one walk per start is the smaller cost.
+type treeCounts struct {
+	valid      atomic.Bool
+	nodes      atomic.Int64
+	ephemerals atomic.Int64
+	dataSize   atomic.Int64
+}
+
+// apply counts one applied event; called from cell.Applied.
+func (t *treeCounts) apply(ev *raftsm.Event) {
+	if ev.Kind == raftsm.EventReset {
+		t.valid.Store(false)
+		return
+	}
+	if ev.Kind != raftsm.EventWatch || !t.valid.Load() {
+		return
+	}
+	t.dataSize.Add(ev.Size)
+	var d int64
+	switch ev.Type {
+	case jute.EventNodeCreated:
+		d = 1
+	case jute.EventNodeDeleted:
+		d = -1
+	default:
+		return
+	}
+	t.nodes.Add(d)
+	if ev.Ephemeral {
+		t.ephemerals.Add(d)
+	}
+}
+
+// get returns the counts, walking the store first if they are not known.
+func (c *cell) treeCounts() (nodes, ephemerals, dataSize int64) {
+	t := &c.counts
+	if !t.valid.Load() {
+		_, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			st, err := v.TreeStats()
+			if err != nil {
+				return nil, err
+			}
+			t.nodes.Store(st.Nodes)
+			t.ephemerals.Store(st.Ephemerals)
+			t.dataSize.Store(st.DataSize)
+			t.valid.Store(true)
+			return nil, nil
+		}))
+		if err != nil {
+			return 0, 0, 0
+		}
+	}
+	return t.nodes.Load(), t.ephemerals.Load(), t.dataSize.Load()
+}

@@ -71,6 +71,7 @@ func serve(args []string) error {
 		reconfig   = fs.Bool("reconfig-enabled", false, "allow the reconfig op (ZooKeeper's reconfigEnabled)")
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 	)
+	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -153,6 +154,7 @@ func serve(args []string) error {
 		return errors.New("--read-mode must be linearizable or sequential")
 	}
 
+	ops.apply(&cfg, set, *configPath != "")
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

@@ -105,11 +105,15 @@ func applyZooCfg(r io.Reader, cfg *server.Config) (ignored []string, err error) 
 	if err := applyServerLines(props, cfg); err != nil {
 		return nil, err
 	}
+	opsUsed, err := applyOpsZooCfg(props, cfg)
+	if err != nil {
+		return nil, err
+	}
 	used := map[string]bool{"tickTime": true, "minSessionTimeout": true, "maxSessionTimeout": true,
 		"clientPort": true, "clientPortAddress": true, "dataDir": true, "dataLogDir": true,
 		"maxClientCnxns": true, "4lw.commands.whitelist": true, "reconfigEnabled": true}
 	for k := range props {
-		if !used[k] && !strings.HasPrefix(k, "server.") {
+		if !used[k] && !opsUsed[k] && !strings.HasPrefix(k, "server.") {
 			ignored = append(ignored, k)
 		}
 	}

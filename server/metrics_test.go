@@ -1,0 +1,53 @@
+package server
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func TestPrometheusMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	s := startStandalone(t, func(c *Config) {
+		c.Metrics = MetricsConfig{Enabled: true, Addr: "127.0.0.1:0", Registerer: reg}
+	})
+	c := connectZK(t, s.Addr().String())
+	if _, err := c.Create("/m", []byte("data"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.Get("/m"); err != nil {
+		t.Fatal(err)
+	}
+	code, ctype, body := httpGet(t, "http://"+s.MetricsAddr().String()+"/metrics")
+	if code != 200 || !strings.HasPrefix(ctype, "text/plain") {
+		t.Fatalf("%d %s", code, ctype)
+	}
+	for _, want := range []string{
+		"\nznode_count 7\n", "\nephemerals_count 0\n", "\nnum_alive_connections 1\n", "\nglobal_sessions 1\n",
+		"\nreadlatency_count 1\n", "\nupdatelatency_count 1\n", "readlatency{quantile=\"0.5\"}",
+		"\nzkraft_proposal_commit_seconds_count 1\n", "zkraft_requests_total{op=\"create\"} 1",
+		"\nzkraft_is_leader 1\n", "\nzkraft_pebble_disk_bytes ", "zkraft_pebble_level_bytes{level=\"0\"}",
+		"\nzkraft_raft_apply_lag_entries ", "\napproximate_data_size ", "\npackets_received ",
+		"dragonboat_raftnode_has_leader",
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	// The owner's registry holds the member's collectors.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, mf := range mfs {
+		if mf.GetName() == "znode_count" {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("znode_count not in the handed-in registry")
+	}
+}

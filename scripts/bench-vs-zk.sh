@@ -178,6 +178,11 @@ four_letter() {
 log "building zkraft"
 (cd "$repo_root" && go build -o "$tmp/bin/zkraft" ./cmd/zkraft)
 zkraft="$tmp/bin/zkraft"
+# Flags of newer zkraft builds: the AdminServer would take port 8080.
+zkraft_flags=(--log-level warn)
+if "$zkraft" serve -h 2>&1 | grep -q -- '-admin-enable'; then
+	zkraft_flags+=(--admin-enable=false)
+fi
 
 cp="$zk_jar"
 for jar in slf4j-log4j12.jar log4j-1.2.jar; do
@@ -270,9 +275,9 @@ start() {
 					>"$d/stdout.log" 2>&1 </dev/null &
 			elif ((n == 1)); then
 				"$zkraft" --client-addr "${client_addrs[0]}" --raft-addr "127.0.0.1:${ports[1]}" \
-					--data-dir "$d/data" --log-level warn >"$d/server.log" 2>&1 </dev/null &
+					--data-dir "$d/data" "${zkraft_flags[@]}" >"$d/server.log" 2>&1 </dev/null &
 			else
-				"$zkraft" --config "$d/zoo.cfg" --log-level warn >"$d/server.log" 2>&1 </dev/null &
+				"$zkraft" --config "$d/zoo.cfg" "${zkraft_flags[@]}" >"$d/server.log" 2>&1 </dev/null &
 			fi
 			server_pids+=($!)
 			pids+=($!)

@@ -13,7 +13,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -24,6 +26,7 @@ import (
 type testPKI struct {
 	dir                  string
 	caFile               string
+	memberPEM            string // server and client use, for Raft TLS
 	serverPEM            string // certificate and key in one file (a PEM key store)
 	clientCert, clientKy string
 	client               tls.Certificate
@@ -46,12 +49,12 @@ func newTestPKI(t *testing.T) *testPKI {
 	ca, _ := x509.ParseCertificate(caDER)
 	p.pool.AddCert(ca)
 	p.caFile = p.write(t, "ca.pem", pemOf("CERTIFICATE", caDER))
-	issue := func(serial int64, subject pkix.Name, usage x509.ExtKeyUsage) ([]byte, []byte) {
+	issue := func(serial int64, subject pkix.Name, usage ...x509.ExtKeyUsage) ([]byte, []byte) {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 		tmpl := &x509.Certificate{
 			SerialNumber: big.NewInt(serial), Subject: subject,
 			NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-			KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{usage},
+			KeyUsage: x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment, ExtKeyUsage: usage,
 			IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
 		}
 		der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
@@ -63,6 +66,8 @@ func newTestPKI(t *testing.T) *testPKI {
 	}
 	sc, sk := issue(2, pkix.Name{CommonName: "localhost"}, x509.ExtKeyUsageServerAuth)
 	p.serverPEM = p.write(t, "server.pem", append(sk, sc...))
+	mc, mk := issue(4, pkix.Name{CommonName: "member"}, x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth)
+	p.memberPEM = p.write(t, "member.pem", append(mc, mk...))
 	cc, ck := issue(3, pkix.Name{CommonName: "alice", Organization: []string{"zkraft"}}, x509.ExtKeyUsageClientAuth)
 	p.clientCert, p.clientKy = p.write(t, "client.crt", cc), p.write(t, "client.key", ck)
 	if p.client, err = tls.X509KeyPair(cc, ck); err != nil {
@@ -196,5 +201,47 @@ func TestTLSClientPortAndX509(t *testing.T) {
 	}
 	if s.counters.tlsHandshakeFailed.Load() < 2 {
 		t.Errorf("failed handshakes counted: %d", s.counters.tlsHandshakeFailed.Load())
+	}
+}
+
+// TestQuorumTLS: members talk Raft over mutual TLS (sslQuorum) and
+// replicate.
+func TestQuorumTLS(t *testing.T) {
+	pki := newTestPKI(t)
+	tc := &testCluster{t: t, servers: map[uint64]*Server{}, tweak: func(c *Config) {
+		c.TLS = TLSConfig{Quorum: true, QuorumCertFile: pki.memberPEM, QuorumCAFile: pki.caFile}
+	}}
+	base := t.TempDir()
+	for i := 1; i <= 3; i++ {
+		tc.members = append(tc.members, Member{ID: uint64(i), RaftAddr: freeAddr(t), ElectionAddr: freeAddr(t), ClientAddr: freeAddr(t)})
+		tc.dirs = append(tc.dirs, filepath.Join(base, strconv.Itoa(i)))
+	}
+	var wg sync.WaitGroup
+	for _, m := range tc.members {
+		wg.Add(1)
+		go func(id uint64) {
+			defer wg.Done()
+			tc.start(id)
+		}(m.ID)
+	}
+	wg.Wait()
+	t.Cleanup(func() {
+		tc.mu.Lock()
+		defer tc.mu.Unlock()
+		for _, s := range tc.servers {
+			s.Close()
+		}
+	})
+	tc.waitLeader(20 * time.Second)
+	c, _ := tc.connect(1)
+	if _, err := c.Create("/q", []byte("tls"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c3, _ := tc.connect(3)
+	if _, err := c3.Sync("/q"); err != nil {
+		t.Fatal(err)
+	}
+	if data, _, err := c3.Get("/q"); err != nil || string(data) != "tls" {
+		t.Fatalf("member 3: %q %v", data, err)
 	}
 }

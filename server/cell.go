@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -23,10 +24,15 @@ type cell struct {
 	shardID   uint64
 	replicaID uint64
 
-	zxid       atomic.Int64  // last zxid applied on this member
-	leader     atomic.Bool   // this member leads the shard
-	leaderID   atomic.Uint64 // the shard's leader as last reported, 0 if none
-	resets     atomic.Int64  // states installed from another replica's snapshot
+	zxid     atomic.Int64  // last zxid applied on this member
+	leader   atomic.Bool   // this member leads the shard
+	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
+	resets   atomic.Int64  // states installed from another replica's snapshot
+
+	leaderGen  atomic.Uint64 // bumps on every leader change, for the grace timer
+	servingMu  sync.Mutex
+	servingCh  chan struct{} // closed when a leader becomes known
+	changeCh   chan struct{} // closed at the next leader change
 	ids        *session.IDGenerator
 	alive      session.KeepAlives
 	tracker    *session.Tracker
@@ -125,11 +131,133 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 		// any: it reloads them from the state machine and extends them.
 		go c.reloadSessions()
 	}
-	if info.LeaderID == 0 && prev != 0 {
-		// Like a ZooKeeper follower that lost its leader, stop serving:
-		// clients reconnect, to another member if this one is cut off.
-		go c.srv.closeClients(c)
+	if prev != info.LeaderID {
+		c.notifyLeaderChange()
 	}
+	if prev != 0 && prev != info.LeaderID {
+		// Requests already on their way to the old leader would wait for
+		// their timeout: connections with requests in flight are closed
+		// now, so those clients retry at once (idle ones stay).
+		go c.srv.closeBusyClients(c)
+	}
+	if info.LeaderID == 0 && prev != 0 {
+		// Like a ZooKeeper follower that lost its leader, stop serving, but
+		// only if no new leader shows up within a grace period: a normal
+		// election is over sooner, and clients keep their connections
+		// through it (requests wait for the leader). A member cut off for
+		// longer closes its clients so they move to a member that can
+		// answer.
+		gen := c.leaderGen.Add(1)
+		time.AfterFunc(c.srv.leaderGrace(), func() {
+			if c.leaderGen.Load() == gen && !c.serving() {
+				c.srv.closeClients(c)
+			}
+		})
+	} else if info.LeaderID != 0 {
+		c.leaderGen.Add(1)
+		c.notifyServing()
+	}
+}
+
+// leaderChanged returns a channel closed at the next leader change.
+func (c *cell) leaderChanged() <-chan struct{} {
+	c.servingMu.Lock()
+	defer c.servingMu.Unlock()
+	if c.changeCh == nil {
+		c.changeCh = make(chan struct{})
+	}
+	return c.changeCh
+}
+
+func (c *cell) notifyLeaderChange() {
+	c.servingMu.Lock()
+	ch := c.changeCh
+	c.changeCh = nil
+	c.servingMu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// proposeRetry proposes an idempotent command and proposes it again
+// whenever the leader changes before its result arrives (it may have gone
+// to a leader that died), until it completes, ProposalTimeout passes, or
+// done closes. retried tells the caller a duplicate may have been applied.
+func (c *cell) proposeRetry(cmd *raftsm.Command, done <-chan struct{}) (rep *raftsm.Reply, retried bool, err error) {
+	deadline := time.NewTimer(c.srv.cfg.ProposalTimeout)
+	defer deadline.Stop()
+	for attempt := 0; ; attempt++ {
+		changed := c.leaderChanged()
+		rs, err := c.propose(cmd)
+		if err != nil {
+			return nil, attempt > 0, err
+		}
+		// An attempt that neither completes nor sees a leader change within
+		// a few election timeouts is proposed again: it may have gone to a
+		// leader that died without this member noticing yet.
+		retry := time.NewTimer(c.srv.leaderGrace())
+		select {
+		case <-retry.C:
+			continue
+		case r := <-rs.ResultC():
+			retry.Stop()
+			rs.Release()
+			rep, err := replyOf(r)
+			if err != nil && r.Dropped() && attempt < 20 {
+				// No leader yet: wait for one, then try again.
+				if !c.waitServing(c.srv.leaderGrace(), done) {
+					return nil, attempt > 0, err
+				}
+				continue
+			}
+			return rep, attempt > 0, err
+		case <-changed:
+			// Try again with the new leader.
+			retry.Stop()
+		case <-deadline.C:
+			retry.Stop()
+			return nil, attempt > 0, fmt.Errorf("%w: timeout", errNotCompleted)
+		case <-done:
+			retry.Stop()
+			return nil, attempt > 0, net.ErrClosed
+		}
+	}
+}
+
+// notifyServing wakes whoever waits for a leader.
+func (c *cell) notifyServing() {
+	c.servingMu.Lock()
+	ch := c.servingCh
+	c.servingCh = nil
+	c.servingMu.Unlock()
+	if ch != nil {
+		close(ch)
+	}
+}
+
+// waitServing waits until the cell knows a leader, up to limit.
+func (c *cell) waitServing(limit time.Duration, done <-chan struct{}) bool {
+	deadline := time.NewTimer(limit)
+	defer deadline.Stop()
+	for !c.serving() {
+		c.servingMu.Lock()
+		if c.servingCh == nil {
+			c.servingCh = make(chan struct{})
+		}
+		ch := c.servingCh
+		c.servingMu.Unlock()
+		if c.serving() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return c.serving()
+		case <-done:
+			return false
+		}
+	}
+	return true
 }
 
 // reloadSessions gives the tracker every stored session with a full
@@ -270,12 +398,23 @@ func (c *cell) propose(cmd *raftsm.Command) (*dragonboat.RequestState, error) {
 
 // proposeWait proposes and waits for the reply.
 func (c *cell) proposeWait(cmd *raftsm.Command) (*raftsm.Reply, error) {
+	return c.proposeWaitUntil(cmd, nil)
+}
+
+// proposeWaitUntil is proposeWait that gives up when done closes (the
+// command may still be applied).
+func (c *cell) proposeWaitUntil(cmd *raftsm.Command, done <-chan struct{}) (*raftsm.Reply, error) {
 	rs, err := c.propose(cmd)
 	if err != nil {
 		return nil, err
 	}
-	defer rs.Release()
-	return replyOf(<-rs.ResultC())
+	select {
+	case r := <-rs.ResultC():
+		rs.Release()
+		return replyOf(r)
+	case <-done:
+		return nil, net.ErrClosed
+	}
 }
 
 var errNotCompleted = errors.New("server: proposal not completed")
@@ -309,16 +448,36 @@ func (c *cell) read(fn raftsm.ReadFunc, linearizable bool) (any, error) {
 	if !linearizable {
 		return nh.StaleRead(c.shardID, fn)
 	}
-	rs, err := nh.ReadIndex(c.shardID, c.srv.cfg.ProposalTimeout)
-	if err != nil {
-		return nil, err
+	// A ReadIndex is idempotent: if the leader changes (or one that died
+	// is still believed alive) before it completes, ask again.
+	deadline := time.Now().Add(c.srv.cfg.ProposalTimeout)
+	for {
+		changed := c.leaderChanged()
+		rs, err := nh.ReadIndex(c.shardID, c.srv.cfg.ProposalTimeout)
+		if err != nil {
+			return nil, err
+		}
+		retry := time.NewTimer(c.srv.leaderGrace())
+		select {
+		case r := <-rs.ResultC():
+			retry.Stop()
+			if r.Completed() {
+				v, err := nh.ReadLocalNode(rs, fn)
+				rs.Release()
+				return v, err
+			}
+			rs.Release()
+			if !r.Dropped() || time.Now().After(deadline) || !c.waitServing(c.srv.leaderGrace(), nil) {
+				return nil, fmt.Errorf("%w: read index", errNotCompleted)
+			}
+		case <-changed:
+			retry.Stop()
+		case <-retry.C:
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: read index timeout", errNotCompleted)
+		}
 	}
-	defer rs.Release()
-	r := <-rs.ResultC()
-	if !r.Completed() {
-		return nil, fmt.Errorf("%w: read index", errNotCompleted)
-	}
-	return nh.ReadLocalNode(rs, fn)
 }
 
 // attach makes cn the connection of session id on this member, closing the

@@ -97,7 +97,8 @@ type Config struct {
 	FourLetterWords []string
 	// RTT is Dragonboat's RTTMillisecond as a duration. Default 10ms.
 	RTT time.Duration
-	// ElectionRTT and HeartbeatRTT are in RTT units. Defaults 50 and 5.
+	// ElectionRTT and HeartbeatRTT are in RTT units. Defaults 30 and 3
+	// (300 ms and 30 ms with the default RTT).
 	ElectionRTT  uint64
 	HeartbeatRTT uint64
 	// SnapshotEntries is how many log entries pass between Raft snapshots,
@@ -211,10 +212,10 @@ func (c *Config) Validate() error {
 		c.RTT = 10 * time.Millisecond
 	}
 	if c.ElectionRTT == 0 {
-		c.ElectionRTT = 50
+		c.ElectionRTT = 30
 	}
 	if c.HeartbeatRTT == 0 {
-		c.HeartbeatRTT = 5
+		c.HeartbeatRTT = 3
 	}
 	if c.ElectionRTT <= 2*c.HeartbeatRTT {
 		return fmt.Errorf("server: electionRTT %d must exceed twice heartbeatRTT %d", c.ElectionRTT, c.HeartbeatRTT)

@@ -64,6 +64,7 @@ type conn struct {
 	auth atomic.Pointer[[]jute.ID]
 
 	closingSession atomic.Bool    // a closeSession is in flight
+	inflight       atomic.Int64   // requests read but not yet answered
 	bg             sync.WaitGroup // resumable-watch replays; serve waits
 	queue          chan *pending
 	done           chan struct{}
@@ -242,9 +243,9 @@ func (c *conn) handshake() (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if !c.cell.serving() {
-		// No leader known: like a ZooKeeper server that is not serving,
-		// close; the client tries another member.
+	if !c.cell.waitServing(c.srv.leaderGrace(), c.done) {
+		// No leader within the grace period: like a ZooKeeper server that
+		// is not serving, close; the client tries another member.
 		return false, nil
 	}
 	req := new(jute.ConnectRequest)
@@ -299,13 +300,15 @@ func (c *conn) handshake() (bool, error) {
 func (c *conn) createSession(timeout int32) (int64, error) {
 	for range 3 {
 		id := c.cell.ids.Next()
-		rep, err := c.cell.proposeWait(&raftsm.Command{
+		// Retried across leader changes: the id is this member's own, so
+		// NODEEXISTS after a retry means an earlier attempt created it.
+		rep, retried, err := c.cell.proposeRetry(&raftsm.Command{
 			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Owner: c.owner, Time: time.Now().UnixMilli(),
-		})
+		}, c.done)
 		if err != nil {
 			return 0, err
 		}
-		if rep.Err == jute.ErrOK {
+		if rep.Err == jute.ErrOK || (retried && rep.Err == jute.ErrNodeExists) {
 			return id, nil
 		}
 	}
@@ -319,9 +322,10 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 	if !session.CheckPassword(id, passwd) {
 		return false, nil
 	}
-	rep, err := c.cell.proposeWait(&raftsm.Command{
+	// attach is idempotent: retried across leader changes.
+	rep, _, err := c.cell.proposeRetry(&raftsm.Command{
 		Kind: raftsm.KindAttach, Session: id, Owner: c.owner, Time: time.Now().UnixMilli(),
-	})
+	}, c.done)
 	if err != nil {
 		return false, err
 	}
@@ -354,6 +358,10 @@ func (c *conn) readLoop() error {
 			}
 			lastRead = nil
 		}
+		if !c.cell.serving() && !c.cell.waitServing(c.srv.leaderGrace(), c.done) {
+			// An election is taking too long: the client moves on.
+			return errNoLeader
+		}
 		start := time.Now()
 		if err := c.srv.acquireOutstanding(c.done); err != nil {
 			return err // global outstanding limit: wait (backpressure) or closed
@@ -368,6 +376,7 @@ func (c *conn) readLoop() error {
 			p.executed = make(chan struct{})
 			lastRead = p
 		}
+		c.inflight.Add(1)
 		select {
 		case c.queue <- p:
 		case <-c.done:
@@ -455,13 +464,17 @@ func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pendi
 	return p, nil
 }
 
-var errMalformedAuth = errors.New("server: malformed auth packet")
+var (
+	errMalformedAuth = errors.New("server: malformed auth packet")
+	errNoLeader      = errors.New("server: no leader")
+)
 
 // processor completes pending requests in arrival order.
 func (c *conn) processor() {
 	for p := range c.queue {
 		frame, err := c.complete(p)
 		c.requestDone(p, frame, err)
+		c.inflight.Add(-1)
 		if err != nil {
 			c.log.Warn("request failed", "op", p.op.String(), "err", err)
 			c.close()

@@ -213,6 +213,12 @@ func (s *Server) waitReady(limit time.Duration) error {
 
 func (s *Server) standalone() bool { return len(s.cfg.Members) == 0 }
 
+// leaderGrace is how long a member without a leader keeps its clients and
+// holds their requests: a few election timeouts.
+func (s *Server) leaderGrace() time.Duration {
+	return 3 * time.Duration(s.cfg.ElectionRTT) * s.cfg.RTT
+}
+
 // self is this member's entry in Members (ensemble mode only).
 func (s *Server) self() Member {
 	for _, m := range s.cfg.Members {
@@ -221,6 +227,25 @@ func (s *Server) self() Member {
 		}
 	}
 	return Member{ID: s.cfg.ReplicaID, RaftAddr: s.cfg.RaftAddr, ClientAddr: s.cfg.ClientAddr}
+}
+
+// closeBusyClients closes the connections of a cell that have requests in
+// flight.
+func (s *Server) closeBusyClients(c *cell) {
+	s.mu.Lock()
+	var conns []*conn
+	for cn := range s.mu.conns {
+		if cn.cell == c && cn.inflight.Load() > 0 {
+			conns = append(conns, cn)
+		}
+	}
+	s.mu.Unlock()
+	if len(conns) > 0 {
+		s.log.Info("leader changed: closing connections with requests in flight", "shard", c.shardID, "connections", len(conns))
+	}
+	for _, cn := range conns {
+		cn.close()
+	}
 }
 
 // closeClients closes every client connection of a cell (it lost its leader).

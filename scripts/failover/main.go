@@ -27,6 +27,8 @@ import (
 	"github.com/go-zookeeper/zk"
 )
 
+var logLevel *string
+
 type member struct {
 	id                     int
 	client, peer, election int
@@ -46,12 +48,20 @@ func freePort() int {
 func main() {
 	system := flag.String("system", "zkraft", "zkraft or zookeeper")
 	rounds := flag.Int("rounds", 5, "leader kills")
+	logLevel = flag.String("log-level", "warn", "zkraft members' log level")
+	keep := flag.Bool("keep", false, "keep the members' directories and logs")
 	flag.Parse()
 	tmp, err := os.MkdirTemp("", "failover-")
 	if err != nil {
 		panic(err)
 	}
-	defer os.RemoveAll(tmp)
+	defer func() {
+		if *keep {
+			fmt.Println("kept", tmp)
+			return
+		}
+		os.RemoveAll(tmp)
+	}()
 	var bin string
 	if *system == "zkraft" {
 		bin = filepath.Join(tmp, "zkraft")
@@ -77,13 +87,13 @@ func main() {
 	start := func(m *member) {
 		var cmd *exec.Cmd
 		if *system == "zkraft" {
-			cmd = exec.Command(bin, "--config", filepath.Join(m.dir, "zoo.cfg"), "--log-level", "warn")
+			cmd = exec.Command(bin, "--config", filepath.Join(m.dir, "zoo.cfg"), "--log-level", *logLevel)
 		} else {
 			cp := "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar"
 			cmd = exec.Command("java", "-Xmx256m", "-Dzookeeper.admin.enableServer=false", "-cp", cp,
 				"org.apache.zookeeper.server.quorum.QuorumPeerMain", filepath.Join(m.dir, "zoo.cfg"))
 		}
-		logf, _ := os.Create(filepath.Join(m.dir, "server.log"))
+		logf, _ := os.OpenFile(filepath.Join(m.dir, "server.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 		cmd.Stdout, cmd.Stderr = logf, logf
 		if err := cmd.Start(); err != nil {
 			panic(err)

@@ -435,15 +435,10 @@ func TestLiveSwitch(t *testing.T) {
 	}
 	srv := startZkraftOn(t, dir, addr)
 	defer srv.Close()
-	// WORKAROUND (server): a member learns its zxid only from the first
-	// Update it applies after starting, so until then it refuses every
-	// client whose lastZxidSeen is above 0 ("refusing client ahead of this
-	// member"); the reconnecting client would wait until its own session
-	// expired. One new session is a write that teaches the member its
-	// zxid. Remove once the cell loads the zxid from the store at start.
-	other := zktest.Connect(t, addr)
-
+	// The member knows its zxid from the store at start, so the client
+	// (whose lastZxidSeen is ZooKeeper's last zxid) is accepted at once.
 	waitState(zk.StateHasSession)
+	other := zktest.Connect(t, addr)
 	if c.SessionID() != sid {
 		t.Fatalf("session %#x, want %#x", c.SessionID(), sid)
 	}

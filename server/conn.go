@@ -392,7 +392,13 @@ func (c *conn) readLoop() error {
 // dispatch turns one request into a pending reply, proposing writes now.
 func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) {
 	p := &pending{xid: hdr.Xid, op: hdr.Type}
+	if frame, refused := c.authEnforced(hdr); refused {
+		p.frame, p.closeAfter = frame, true // enforce.auth: SESSIONCLOSEDREQUIRESASLAUTH
+		return p, nil
+	}
 	switch {
+	case hdr.Type == jute.OpSASL:
+		c.saslOp(p, body)
 	case hdr.Type == jute.OpPing:
 		p.xid = jute.XidPing // whatever xid the ping carried
 		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }

@@ -54,6 +54,8 @@ type conn struct {
 	// SASL exchange (sasl.go), used by the reader goroutine only.
 	secure bool
 	sasl   *saslServer
+	// outDrained wakes a processor waiting for outbox room (limits.go).
+	outDrained chan struct{}
 
 	// Set by the handshake, read-only afterwards.
 	sessionID int64
@@ -120,6 +122,7 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()
+	c.outDrained = make(chan struct{}, 1)
 	return c
 }
 
@@ -165,6 +168,7 @@ func (c *conn) serve() {
 			c.cell.detach(c.sessionID, c)
 		}
 		c.srv.unregister(c)
+		c.logClosed()
 	}()
 	ok, err := c.handshake()
 	if !ok {
@@ -486,6 +490,7 @@ func (c *conn) processor() {
 			c.close()
 			continue // drain, releasing request states
 		}
+		c.waitOutboxRoom() // a slow reader holds the pipeline, not memory
 		c.enqueue(frame)
 		if p.after != nil {
 			p.after()
@@ -596,6 +601,7 @@ func (c *conn) flusher() {
 		c.out.frames, c.out.bytes = nil, 0
 		closeAfter := c.out.closeAfter
 		c.out.Unlock()
+		c.outboxDrained()
 		if len(frames) > 0 {
 			c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.MaxSessionTimeout))
 			bufs := net.Buffers(frames)

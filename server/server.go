@@ -310,7 +310,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		return nil, false
 	}
 	if s.cfg.MaxClientCnxns > 0 && s.mu.perIP[ip] >= s.cfg.MaxClientCnxns {
-		s.log.Warn("too many connections from one address", "ip", ip, "limit", s.cfg.MaxClientCnxns)
+		s.warnTooManyConnections(ip)
 		s.counters.connRejected.Add(1)
 		return nil, false
 	}

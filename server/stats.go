@@ -80,6 +80,7 @@ type serverCounters struct {
 	throttled                  atomic.Int64 // requests that waited for the global limit
 	proposalLast, proposalMin  atomic.Int64
 	proposalMax                atomic.Int64
+	lastFloodLog               atomic.Int64 // unix ns of the last too-many-connections warning
 }
 
 func (s *serverCounters) response(n int) {
@@ -238,6 +239,9 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 		s.counters.reads.add(ms)
 	}
 	s.metrics.request(p.op, write, now.Sub(p.start))
+	if p.op == jute.OpCloseSession {
+		c.log.Info("session closed", "session", hexID(c.sessionID))
+	}
 	s.counters.response(len(frame))
 	var zxid int64 = -1
 	if len(frame) >= 16 {

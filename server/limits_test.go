@@ -1,0 +1,166 @@
+package server
+
+import (
+	"encoding/binary"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// TestConnectionFlood: past maxClientCnxns from one address every new
+// connection is closed at once; the sessions already there and the server
+// are unaffected.
+func TestConnectionFlood(t *testing.T) {
+	s := startStandalone(t, func(c *Config) { c.MaxClientCnxns = 3 })
+	addr := s.Addr().String()
+	var held []*zk.Conn
+	for i := 0; i < 3; i++ {
+		held = append(held, connectZK(t, addr))
+	}
+	var wg sync.WaitGroup
+	refused := make(chan bool, 100)
+	for i := 0; i < 100; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+			if err != nil {
+				refused <- true
+				return
+			}
+			defer nc.Close()
+			nc.SetDeadline(time.Now().Add(5 * time.Second))
+			nc.Write([]byte("srvr"))
+			n, _ := nc.Read(make([]byte, 64))
+			refused <- n == 0
+		}()
+	}
+	wg.Wait()
+	close(refused)
+	for r := range refused {
+		if !r {
+			t.Fatal("a connection past the limit was served")
+		}
+	}
+	if n := s.counters.connRejected.Load(); n < 100 {
+		t.Errorf("connection_rejected %d", n)
+	}
+	for _, c := range held {
+		if _, _, err := c.Exists("/"); err != nil {
+			t.Fatalf("held session after the flood: %v", err)
+		}
+	}
+	held[0].Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for s.connCount() > 2 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := fourLW(t, addr, "ruok"); got != "imok" {
+		t.Errorf("ruok after a slot freed: %q", got)
+	}
+}
+
+// TestGlobalOutstandingLimit: with a limit of 2 in-flight requests, many
+// concurrent requests all complete; readers waited.
+func TestGlobalOutstandingLimit(t *testing.T) {
+	s := startStandalone(t, func(c *Config) { c.GlobalOutstandingLimit = 2 })
+	addr := s.Addr().String()
+	var wg sync.WaitGroup
+	errs := make(chan error, 200)
+	for i := 0; i < 4; i++ {
+		c := connectZK(t, addr)
+		for j := 0; j < 50; j++ {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := c.Create("/n-", nil, zk.FlagSequence, zk.WorldACL(zk.PermAll))
+				errs <- err
+			}()
+		}
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.counters.throttled.Load() == 0 {
+		t.Error("no request waited for the global limit")
+	}
+	if n := s.outstandingRequests(); n != 0 {
+		t.Errorf("outstanding after the burst: %d", n)
+	}
+}
+
+// TestSlowReaderBounded: a client that pipelines large reads and does not
+// read its replies stalls its own connection; the server's outbox for it
+// stays near the high-water mark, other clients are served, and every reply
+// arrives once the client reads.
+func TestSlowReaderBounded(t *testing.T) {
+	s := startStandalone(t, nil)
+	addr := s.Addr().String()
+	c := connectZK(t, addr)
+	big := make([]byte, 900<<10)
+	if _, err := c.Create("/big", big, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, addr)
+	if tc, ok := rc.nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(64 << 10)
+	}
+	const n = 60 // ~54 MB of replies
+	go func() {
+		for i := 1; i <= n; i++ {
+			rc.nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: int32(i), Type: jute.OpGetData}, &jute.GetDataRequest{Path: "/big"}))
+		}
+	}()
+	time.Sleep(time.Second)
+	var cn *conn
+	for _, x := range s.conns() {
+		if x.nc.LocalAddr().String() == rc.nc.RemoteAddr().String() && x.nc.RemoteAddr().String() == rc.nc.LocalAddr().String() {
+			cn = x
+		}
+	}
+	if cn == nil {
+		t.Fatal("server side of the slow connection not found")
+	}
+	cn.out.Lock()
+	queued := cn.out.bytes
+	cn.out.Unlock()
+	if limit := cn.outboxHighWater() + len(big) + 1024; queued > limit {
+		t.Errorf("outbox %d bytes, above %d", queued, limit)
+	}
+	if _, _, err := c.Exists("/big"); err != nil {
+		t.Fatalf("other client: %v", err)
+	}
+	rc.nc.SetDeadline(time.Now().Add(20 * time.Second))
+	for i := 1; i <= n; i++ {
+		b, err := rc.frame()
+		if err != nil {
+			t.Fatalf("reply %d: %v", i, err)
+		}
+		if xid := int32(binary.BigEndian.Uint32(b)); xid != int32(i) {
+			t.Fatalf("reply %d has xid %d", i, xid)
+		}
+	}
+}
+
+// TestRequestTooLarge: a frame over jute.maxbuffer closes the connection.
+func TestRequestTooLarge(t *testing.T) {
+	s := startStandalone(t, func(c *Config) { c.MaxBuffer = 4096 })
+	rc := dialRaw(t, s.Addr().String())
+	rc.nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpCreate},
+		&jute.CreateRequest{Path: "/x", Data: make([]byte, 8192), ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}}))
+	if _, err := rc.frame(); err == nil {
+		t.Error("oversized request answered")
+	}
+	if s.counters.largeRequestsRejected.Load() != 1 {
+		t.Errorf("large_requests_rejected %d", s.counters.largeRequestsRejected.Load())
+	}
+}

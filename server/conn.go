@@ -550,6 +550,7 @@ func (c *conn) sessionClosed() {
 	if c.closingSession.Load() {
 		return // the processor closes after the closeSession reply
 	}
+	c.log.Info("session expired", "session", hexID(c.sessionID))
 	c.closeAfterFlush()
 }
 

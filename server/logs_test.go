@@ -1,0 +1,58 @@
+package server
+
+import (
+	"bytes"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestLifecycleLogs: one structured line per session event and per leader
+// change, at the configured level.
+func TestLifecycleLogs(t *testing.T) {
+	var buf syncBuffer
+	s := startStandalone(t, func(c *Config) {
+		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
+		c.MinSessionTimeout = 400 * time.Millisecond
+		c.MaxSessionTimeout = 600 * time.Millisecond
+	})
+	addr := s.Addr().String()
+	c := connectZK(t, addr)
+	c.Close() // closeSession
+	// A session whose client goes silent expires.
+	dialRaw(t, addr)
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(buf.String(), "msg=\"expiring sessions\"") && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	out := buf.String()
+	for _, want := range []string{"msg=\"leader changed\"", "msg=\"session created\"", "msg=\"session closed\"",
+		"msg=\"expiring sessions\"", "msg=\"session expired\""} {
+		if strings.Count(out, want) < 1 {
+			t.Errorf("no %s line in:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "level=DEBUG") {
+		t.Error("debug lines at info level")
+	}
+}

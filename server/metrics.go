@@ -154,7 +154,8 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	if lag, ok := s.applyLag(); ok {
 		gauge("zkraft_raft_apply_lag_entries", "Raft log entries stored on this member and not yet applied", float64(lag))
 	}
-	gauge("zkraft_snapshot_resets_total", "States installed from another member's snapshot", float64(s.cell.resets.Load()))
+	counter("zkraft_snapshot_resets_total", "States installed from another member's snapshot", float64(s.cell.resets.Load()))
+	counter("zkraft_raft_snapshots_created_total", "Raft snapshots this member created", float64(s.ops.peers.snapshots.Load()))
 	if pm := s.storeMetrics(); pm != nil {
 		gauge("zkraft_pebble_disk_bytes", "Disk space used by the state machine's Pebble store", float64(pm.DiskSpaceUsage()))
 		gauge("zkraft_pebble_memtable_bytes", "Pebble memtable size", float64(pm.MemTable.Size))

@@ -235,7 +235,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	write := p.rs != nil
 	if write {
 		s.counters.writes.add(ms)
-	} else if p.op != jute.OpPing && p.op != jute.OpAuth {
+	} else if p.op != jute.OpPing && p.op != jute.OpAuth && p.op != jute.OpSASL {
 		s.counters.reads.add(ms)
 	}
 	s.metrics.request(p.op, write, now.Sub(p.start))

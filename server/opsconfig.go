@@ -33,7 +33,9 @@ type MetricsConfig struct {
 	// Default 127.0.0.1:7000.
 	Addr string
 	// Registerer receives the member's collectors; the owner hands in its
-	// registry. Nil: the member makes a registry of its own.
+	// registry (several members in one process need one each, or
+	// prometheus.WrapRegistererWith with a distinguishing label). Nil: the
+	// member makes a registry of its own.
 	Registerer prometheus.Registerer
 	// Gatherer is what the endpoint serves. Nil: Registerer when it is a
 	// Gatherer (a *prometheus.Registry), else nothing is served.

@@ -1,9 +1,6 @@
 package compat
 
 import (
-	"regexp"
-	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/zkraft/zkraft/znode"
@@ -126,9 +123,9 @@ func (t *Tree) updateQuotaStat(prefix string, bytesDiff, countDiff int64) {
 	if n == nil {
 		return // ZooKeeper logs "Missing node for stat"
 	}
-	s := parseStatsTrack(n.Data)
-	s["count"] = s.get("count") + countDiff
-	s["bytes"] = s.get("bytes") + bytesDiff
+	s := znode.ParseStatsTrack(n.Data)
+	s["count"] = s.Get("count") + countDiff
+	s["bytes"] = s.Get("bytes") + bytesDiff
 	t.change(p, n, func() { n.Data = []byte(s.String()) })
 }
 
@@ -154,7 +151,7 @@ func (t *Tree) updateQuotaForPath(real string) {
 	if n == nil {
 		return
 	}
-	data := statsTrack{"count": count, "bytes": bytes}.String()
+	data := znode.StatsTrack{"count": count, "bytes": bytes}.String()
 	t.change(p, n, func() { n.Data = []byte(data) })
 }
 
@@ -185,59 +182,4 @@ func (t *Tree) setupQuota() {
 		}
 	}
 	traverse(znode.QuotaPath)
-}
-
-// statsTrack is ZooKeeper's StatsTrack: "count=N,bytes=M", and since 3.7
-// "=;byteHardLimit=X;countHardLimit=Y" after it.
-type statsTrack map[string]int64
-
-var statsSeparator = regexp.MustCompile(`[,;]+`)
-
-// parseStatsTrack parses a StatsTrack string; pairs it cannot parse are
-// skipped (Java would throw).
-func parseStatsTrack(data []byte) statsTrack {
-	s := statsTrack{}
-	for _, pair := range statsSeparator.Split(string(data), -1) {
-		parts := strings.Split(pair, "=")
-		for len(parts) > 0 && parts[len(parts)-1] == "" {
-			parts = parts[:len(parts)-1]
-		}
-		if len(parts) < 2 {
-			continue
-		}
-		v, err := strconv.ParseInt(parts[1], 10, 64)
-		if err != nil {
-			continue
-		}
-		s[parts[0]] = v
-	}
-	return s
-}
-
-func (s statsTrack) get(k string) int64 {
-	if v, ok := s[k]; ok {
-		return v
-	}
-	return -1
-}
-
-// String formats s as StatsTrack.toString does.
-func (s statsTrack) String() string {
-	var b strings.Builder
-	b.WriteString("count=" + strconv.FormatInt(s.get("count"), 10))
-	b.WriteString(",bytes=" + strconv.FormatInt(s.get("bytes"), 10))
-	var keys []string
-	for k := range s {
-		if k != "count" && k != "bytes" {
-			keys = append(keys, k)
-		}
-	}
-	if len(keys) > 0 {
-		sort.Strings(keys)
-		b.WriteString("=")
-		for _, k := range keys {
-			b.WriteString(";" + k + "=" + strconv.FormatInt(s[k], 10))
-		}
-	}
-	return b.String()
 }

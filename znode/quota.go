@@ -21,16 +21,17 @@ const (
 	quotaStatNode  = "zookeeper_stats"
 )
 
-// stats is a parsed StatsTrack.
-type stats map[string]int64
+// StatsTrack is ZooKeeper's StatsTrack: "count=N,bytes=M", and since 3.7
+// "...=;byteHardLimit=X;countHardLimit=Y". Absent keys read as -1.
+type StatsTrack map[string]int64
 
 var statsSeparator = regexp.MustCompile(`[,;]+`)
 
-// parseStats parses a StatsTrack string as the Java constructor does; a
-// pair it cannot parse is skipped (Java would throw and leave the quota
+// ParseStatsTrack parses a StatsTrack string as the Java constructor does;
+// a pair it cannot parse is skipped (Java would throw and leave the quota
 // unusable).
-func parseStats(data []byte) stats {
-	s := stats{}
+func ParseStatsTrack(data []byte) StatsTrack {
+	s := StatsTrack{}
 	if len(data) == 0 {
 		return s
 	}
@@ -55,7 +56,8 @@ func parseStats(data []byte) stats {
 	return s
 }
 
-func (s stats) get(k string) int64 {
+// Get returns the value of key k, -1 when absent.
+func (s StatsTrack) Get(k string) int64 {
 	if v, ok := s[k]; ok {
 		return v
 	}
@@ -63,10 +65,10 @@ func (s stats) get(k string) int64 {
 }
 
 // String formats s as StatsTrack.toString does.
-func (s stats) String() string {
+func (s StatsTrack) String() string {
 	var b strings.Builder
-	b.WriteString("count=" + strconv.FormatInt(s.get("count"), 10))
-	b.WriteString(",bytes=" + strconv.FormatInt(s.get("bytes"), 10))
+	b.WriteString("count=" + strconv.FormatInt(s.Get("count"), 10))
+	b.WriteString(",bytes=" + strconv.FormatInt(s.Get("bytes"), 10))
 	var keys []string
 	for k := range s {
 		if k != "count" && k != "bytes" {
@@ -113,9 +115,9 @@ func (tx *Txn) updateQuotaStat(prefix string, bytesDiff int64, countDiff int64) 
 	if err != nil || n == nil {
 		return err // a missing stats node is only logged by ZooKeeper
 	}
-	s := parseStats(n.Data)
-	s["count"] = s.get("count") + countDiff
-	s["bytes"] = s.get("bytes") + bytesDiff
+	s := ParseStatsTrack(n.Data)
+	s["count"] = s.Get("count") + countDiff
+	s["bytes"] = s.Get("bytes") + bytesDiff
 	c := n.Clone()
 	c.Data = []byte(s.String())
 	return tx.KV.Put(statPath, c)
@@ -167,7 +169,7 @@ func (tx *Txn) recountQuota(real string) error {
 		return err
 	}
 	c := n.Clone()
-	c.Data = []byte(stats{"count": count, "bytes": bytes}.String())
+	c.Data = []byte(StatsTrack{"count": count, "bytes": bytes}.String())
 	return tx.KV.Put(statPath, c)
 }
 
@@ -186,9 +188,9 @@ func (tx *Txn) checkQuota(path string, bytesDiff, countDiff int64) error {
 	if err != nil || limitNode == nil {
 		return err
 	}
-	limits := parseStats(limitNode.Data)
-	checkCount := countDiff != 0 && (limits.get("count") > -1 || limits.get("countHardLimit") > -1)
-	checkBytes := bytesDiff != 0 && (limits.get("bytes") > -1 || limits.get("byteHardLimit") > -1)
+	limits := ParseStatsTrack(limitNode.Data)
+	checkCount := countDiff != 0 && (limits.Get("count") > -1 || limits.Get("countHardLimit") > -1)
+	checkBytes := bytesDiff != 0 && (limits.Get("bytes") > -1 || limits.Get("byteHardLimit") > -1)
 	if !checkCount && !checkBytes {
 		return nil
 	}
@@ -196,14 +198,14 @@ func (tx *Txn) checkQuota(path string, bytesDiff, countDiff int64) error {
 	if err != nil || statNode == nil {
 		return err
 	}
-	current := parseStats(statNode.Data)
+	current := ParseStatsTrack(statNode.Data)
 	if checkCount {
-		if hard := limits.get("countHardLimit"); hard > -1 && current.get("count")+countDiff > hard {
+		if hard := limits.Get("countHardLimit"); hard > -1 && current.Get("count")+countDiff > hard {
 			return jute.ErrQuotaExceeded
 		}
 	}
 	if checkBytes {
-		if hard := limits.get("byteHardLimit"); hard > -1 && current.get("bytes")+bytesDiff > hard {
+		if hard := limits.Get("byteHardLimit"); hard > -1 && current.Get("bytes")+bytesDiff > hard {
 			return jute.ErrQuotaExceeded
 		}
 	}

@@ -2,9 +2,6 @@ package recipes_test
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -13,25 +10,10 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/compat/recipes"
-	"github.com/zkraft/zkraft/server"
+	"github.com/zkraft/zkraft/internal/testserver"
 )
 
-func startServer(t *testing.T) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close()
-	srv, err := server.New(server.Config{ClientAddr: "127.0.0.1:0", RaftAddr: raft, DataDir: t.TempDir(),
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.Addr().String()
-}
+func startServer(t *testing.T) string { return testserver.Start(t) }
 
 func dial(t *testing.T, addr string) *zk.Conn {
 	t.Helper()

@@ -5,9 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
-	"os"
 	"sort"
 	"sync"
 	"testing"
@@ -16,27 +14,13 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/compat/resumable"
+	"github.com/zkraft/zkraft/internal/testserver"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/server"
 )
 
 func startServer(t testing.TB, historyMax int64) string {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close()
-	srv, err := server.New(server.Config{
-		ClientAddr: "127.0.0.1:0", RaftAddr: raft, DataDir: t.TempDir(), HistoryMax: historyMax,
-		Logger: slog.New(slog.NewTextHandler(logOut(), &slog.HandlerOptions{Level: slog.LevelDebug})),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { srv.Close() })
-	return srv.Addr().String()
+	return testserver.Start(t, func(c *server.Config) { c.HistoryMax = historyMax })
 }
 
 func connect(t *testing.T, addr string) *zk.Conn {
@@ -267,11 +251,4 @@ func TestWatchFromCompactedAndFuture(t *testing.T) {
 	if _, err := resumable.WatchFrom(context.Background(), []string{addr}, "/", st.Czxid+1000, true, resumable.Options{}); err == nil {
 		t.Fatal("watch from a future zxid accepted")
 	}
-}
-
-func logOut() io.Writer {
-	if os.Getenv("ZKRAFT_TEST_LOG") != "" {
-		return os.Stderr
-	}
-	return io.Discard
 }

@@ -125,6 +125,13 @@ func (s *Server) tuneNodeHost(nhc *dbconfig.NodeHostConfig) {
 // startOps starts the secure client listener, the AdminServer and the
 // metrics endpoint. On error it stops what it started.
 func (s *Server) startOps() error {
+	// Count the tree once now rather than on the first srvr or mntr (an
+	// ensemble member whose replica is not ready yet counts on first use).
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.cell.treeCounts()
+	}()
 	if s.ops.tls != nil {
 		ln, err := net.Listen("tcp", s.cfg.TLS.SecureClientAddr)
 		if err != nil {

@@ -195,16 +195,18 @@ func (c *cluster) signal(m *member, sig syscall.Signal) {
 	}
 }
 
-// kill SIGKILLs m and waits for the process to be gone.
-func (c *cluster) kill(m *member) {
+// kill SIGKILLs m and waits for the process to be gone. It returns when
+// the signal was sent.
+func (c *cluster) kill(m *member) time.Time {
 	c.t.Helper()
 	m.mu.Lock()
 	cmd, exited := m.cmd, m.exited
 	m.mu.Unlock()
 	if cmd == nil {
-		return
+		c.t.Fatalf("%v is not running", m)
 	}
 	cmd.Process.Signal(syscall.SIGKILL)
+	sent := time.Now()
 	select {
 	case <-exited:
 	case <-time.After(10 * time.Second):
@@ -213,6 +215,7 @@ func (c *cluster) kill(m *member) {
 	m.mu.Lock()
 	m.cmd, m.paused = nil, false
 	m.mu.Unlock()
+	return sent
 }
 
 func (c *cluster) pause(m *member) {

@@ -363,8 +363,8 @@ func (f *faultRun) awaitNewLeader(ft *fault, skip func(*member) bool) {
 func (f *faultRun) killLeader(round int) {
 	l := f.leaderNow()
 	m := f.cl.member(l)
-	ft := &fault{kind: "kill-leader", member: l, wasLeader: true, round: round, start: f.clk.now()}
-	f.cl.kill(m)
+	ft := &fault{kind: "kill-leader", member: l, wasLeader: true, round: round}
+	ft.start = f.clk.at(f.cl.kill(m))
 	f.awaitNewLeader(ft, nil)
 	time.Sleep(settle)
 	f.cl.start(m)
@@ -380,8 +380,8 @@ func (f *faultRun) killFollower(round int) {
 	l := f.leaderNow()
 	id := f.follower(l)
 	m := f.cl.member(id)
-	ft := &fault{kind: "kill-follower", member: id, round: round, start: f.clk.now()}
-	f.cl.kill(m)
+	ft := &fault{kind: "kill-follower", member: id, round: round}
+	ft.start = f.clk.at(f.cl.kill(m))
 	time.Sleep(settle)
 	f.cl.start(m)
 	ft.end = f.healthy("restarting the killed follower")
@@ -397,8 +397,9 @@ func (f *faultRun) pause(round int, leader bool) {
 		id = f.follower(l)
 	}
 	m := f.cl.member(id)
-	ft := &fault{kind: "pause", member: id, wasLeader: leader, round: round, start: f.clk.now()}
+	ft := &fault{kind: "pause", member: id, wasLeader: leader, round: round}
 	f.cl.pause(m)
+	ft.start = f.clk.now() // once the signal is sent: the test may be descheduled before it
 	if leader {
 		f.awaitNewLeader(ft, nil) // statuses skip the paused member
 	}
@@ -617,7 +618,9 @@ func (f *faultRun) checkExpiries(clients []*client) {
 			id := byAddr[e.lastServer]
 			var hit *fault
 			for _, ft := range f.faults {
-				if ft.member == id && ft.start <= e.disconnected && ft.end >= e.disconnected-int64(sessionTimeout) {
+				// The fault's start is taken once it is injected; a client
+				// may see its effect a moment before the test records it.
+				if ft.member == id && ft.start-int64(time.Second) <= e.disconnected && ft.end >= e.disconnected-int64(sessionTimeout) {
 					hit = ft
 				}
 			}

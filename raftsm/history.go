@@ -132,64 +132,63 @@ func (s *StateMachine) appendHistory(b *pebble.Batch, events []Event, times map[
 }
 
 // trimHistory drops the oldest whole zxids while more than histMax records
-// are kept or the oldest is older than histMaxAge before now.
+// are kept or the oldest is older than histMaxAge before now. The scan
+// starts just above the current floor, so it never walks the tombstones of
+// earlier trims, and what it drops goes in one range deletion.
 func (s *StateMachine) trimHistory(b *pebble.Batch, count, now int64) (int64, error) {
-	lo := []byte{spaceHistory}
-	it := b.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
-	defer it.Close()
-	var floor int64 = -1
-	var pending [][]byte
-	var pendingZxid int64 = -1
-	flush := func() error {
-		for _, k := range pending {
-			if err := b.Delete(k, nil); err != nil {
-				return err
-			}
-		}
-		count -= int64(len(pending))
-		floor = pendingZxid
-		pending = pending[:0]
-		return nil
+	floor, err := getInt64(b, keyHistFloor)
+	if err != nil {
+		return 0, err
 	}
+	lo := historyKey(floor+1, 0)
+	it := b.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound([]byte{spaceHistory})})
+	newFloor := floor
+	var dropping int64 = -1 // zxid being dropped
+	var inZxid int64        // records of that zxid seen so far
 	for it.First(); it.Valid(); it.Next() {
 		z := historyZxid(it.Key())
-		if z != pendingZxid {
-			if pendingZxid >= 0 {
-				if err := flush(); err != nil {
-					return 0, err
-				}
+		if z != dropping {
+			if dropping >= 0 {
+				count -= inZxid
+				newFloor = dropping
 			}
 			overCount := count > s.histMax
 			tooOld := false
 			if s.histMaxAge > 0 {
 				e, err := decodeHistory(it.Key(), it.Value())
 				if err != nil {
+					it.Close()
 					return 0, err
 				}
 				tooOld = now-e.Time > s.histMaxAge
 			}
 			if !overCount && !tooOld {
+				dropping = -1
 				break
 			}
-			pendingZxid = z
+			dropping, inZxid = z, 0
 		}
-		pending = append(pending, append([]byte(nil), it.Key()...))
+		inZxid++
 	}
 	if err := it.Error(); err != nil {
+		it.Close()
 		return 0, err
 	}
-	if len(pending) > 0 && (count > s.histMax || pendingZxid >= 0) {
-		// The loop ended inside a zxid that was to be dropped.
-		if err := flush(); err != nil {
-			return 0, err
-		}
+	if err := it.Close(); err != nil {
+		return 0, err
 	}
-	if floor >= 0 {
-		if err := putInt64(b, keyHistFloor, floor); err != nil {
-			return 0, err
-		}
+	if dropping >= 0 {
+		// The scan ended inside a zxid being dropped: all of it goes.
+		count -= inZxid
+		newFloor = dropping
 	}
-	return count, nil
+	if newFloor == floor {
+		return count, nil
+	}
+	if err := b.DeleteRange(lo, historyKey(newFloor+1, 0), nil); err != nil {
+		return 0, err
+	}
+	return count, putInt64(b, keyHistFloor, newFloor)
 }
 
 // HistoryFloor is the zxid after which every change is retained.

@@ -443,6 +443,42 @@ func replyOf(r dragonboat.RequestResult) (*raftsm.Reply, error) {
 // read runs fn against the replica: after a ReadIndex in linearizable
 // mode, locally in sequential mode (and always locally when linearizable
 // is false, e.g. after sync has already caught up).
+// readTicket is a ReadIndex asked for ahead of the read it serves.
+type readTicket struct {
+	rs *dragonboat.RequestState
+}
+
+// startRead asks for a ReadIndex now; nil if it could not be asked (the
+// read then takes the ordinary path).
+func (c *cell) startRead() *readTicket {
+	rs, err := c.srv.nh.ReadIndex(c.shardID, c.srv.cfg.ProposalTimeout)
+	if err != nil {
+		return nil
+	}
+	return &readTicket{rs: rs}
+}
+
+// readWith runs fn after the ticket's ReadIndex, falling back to read
+// (with its retries) if the ticket did not complete.
+func (c *cell) readWith(t *readTicket, fn raftsm.ReadFunc, linearizable bool) (any, error) {
+	if t == nil || !linearizable {
+		return c.read(fn, linearizable)
+	}
+	changed := c.leaderChanged()
+	select {
+	case r := <-t.rs.ResultC():
+		if r.Completed() {
+			v, err := c.srv.nh.ReadLocalNode(t.rs, fn)
+			t.rs.Release()
+			return v, err
+		}
+		t.rs.Release()
+	case <-changed:
+	case <-time.After(c.srv.leaderGrace()):
+	}
+	return c.read(fn, linearizable)
+}
+
 func (c *cell) read(fn raftsm.ReadFunc, linearizable bool) (any, error) {
 	nh := c.srv.nh
 	if !linearizable {

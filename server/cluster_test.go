@@ -16,6 +16,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	rwatch "github.com/zkraft/zkraft/compat/resumable"
 	"github.com/zkraft/zkraft/raftsm"
 )
 
@@ -462,5 +463,82 @@ func TestClusterObserverAndReconfig(t *testing.T) {
 	}
 	if _, ok := m.Nodes[5]; ok || len(m.Nodes) != 3 || len(m.NonVotings) != 1 {
 		t.Fatalf("membership after remove: voters %v non-voting %v", m.Nodes, m.NonVotings)
+	}
+}
+
+// TestClusterResumableWatchSurvivesLeaderKill: a resumable watch streaming
+// from the leader resumes on another member after the leader is stopped,
+// and delivers every change exactly once, in order.
+func TestClusterResumableWatchSurvivesLeaderKill(t *testing.T) {
+	tc := newTestCluster(t, 3)
+	leader := tc.waitLeader(10 * time.Second)
+	var others []uint64
+	for id := uint64(1); id <= 3; id++ {
+		if id != leader {
+			others = append(others, id)
+		}
+	}
+	c, _ := tc.connect(others...)
+	if _, err := c.Create("/rw", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, st, _ := c.Exists("/rw")
+	// The watch starts on the leader; the other members come after it.
+	addrs := []string{tc.members[leader-1].ClientAddr}
+	for _, id := range others {
+		addrs = append(addrs, tc.members[id-1].ClientAddr)
+	}
+	w, err := rwatch.WatchFrom(context.Background(), addrs, "/rw", st.Czxid, true, rwatch.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	var written []int64
+	write := func(i int) {
+		for {
+			_, err := c.Create(fmt.Sprintf("/rw/n%03d", i), nil, 0, zk.WorldACL(zk.PermAll))
+			if err == nil || errors.Is(err, zk.ErrNodeExists) {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		_, st, err := c.Exists(fmt.Sprintf("/rw/n%03d", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		written = append(written, st.Czxid)
+	}
+	for i := 0; i < 30; i++ {
+		write(i)
+	}
+	tc.stop(leader)
+	for i := 30; i < 60; i++ {
+		write(i)
+	}
+	got := map[int64]bool{}
+	var last int64
+	deadline := time.After(30 * time.Second)
+	for len(got) < len(written) {
+		select {
+		case tx, ok := <-w.Txns:
+			if !ok {
+				t.Fatalf("watch ended: %v", w.Err())
+			}
+			if tx.Zxid <= last || got[tx.Zxid] {
+				t.Fatalf("txn 0x%x out of order or repeated after 0x%x", tx.Zxid, last)
+			}
+			last = tx.Zxid
+			got[tx.Zxid] = true
+		case <-deadline:
+			t.Fatalf("%d of %d changes delivered", len(got), len(written))
+		}
+	}
+	for _, z := range written {
+		if !got[z] {
+			t.Fatalf("change at 0x%x never delivered", z)
+		}
+	}
+	if w.Resumes() == 0 {
+		t.Fatal("the watch never moved off the stopped leader")
 	}
 }

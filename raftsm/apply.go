@@ -11,6 +11,7 @@ import (
 
 // applier applies the commands of one Update over its batch.
 type applier struct {
+	index  uint64 // Raft index of the entry being applied
 	kv     pebbleKV
 	opts   znode.Options
 	zxid   int64
@@ -35,7 +36,18 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 		return a.closeSession(c.Session, c.Time)
 	case KindExpireSessions:
 		last := &Reply{Zxid: a.zxid}
-		for _, id := range c.Sessions {
+		for i, id := range c.Sessions {
+			if len(c.Seen) == len(c.Sessions) {
+				touched, err := a.touched(id)
+				if err != nil {
+					return nil, err
+				}
+				if touched > uint64(c.Seen[i]) {
+					// Kept alive after the leader looked (e.g. the leader
+					// was paused while another took keep-alives): live.
+					continue
+				}
+			}
 			r, err := a.closeSession(id, c.Time)
 			if err != nil {
 				return nil, err
@@ -56,10 +68,13 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 			}
 			if ok {
 				live = append(live, id)
+				if err := a.touch(id); err != nil {
+					return nil, err
+				}
 			}
 		}
 		if len(live) > 0 {
-			a.events = append(a.events, Event{Kind: EventKeepAlive, Zxid: a.zxid, Sessions: live})
+			a.events = append(a.events, Event{Kind: EventKeepAlive, Zxid: a.zxid, Sessions: live, Index: a.index})
 		}
 		return &Reply{Zxid: a.zxid}, nil
 	}
@@ -171,7 +186,10 @@ func (a *applier) createSession(c *Command) (*Reply, error) {
 	if err := a.setOwner(c.Session, c.Owner); err != nil {
 		return nil, err
 	}
-	a.events = append(a.events, Event{Kind: EventSessionCreated, Zxid: zxid, Session: c.Session, Timeout: c.Timeout})
+	if err := a.touch(c.Session); err != nil {
+		return nil, err
+	}
+	a.events = append(a.events, Event{Kind: EventSessionCreated, Zxid: zxid, Session: c.Session, Timeout: c.Timeout, Index: a.index})
 	return &Reply{Zxid: zxid}, nil
 }
 
@@ -193,6 +211,9 @@ func (a *applier) closeSession(id int64, time int64) (*Reply, error) {
 		return nil, err
 	}
 	if err := a.kv.w.Delete(ownerKey(id), nil); err != nil {
+		return nil, err
+	}
+	if err := a.kv.w.Delete(touchKey(id), nil); err != nil {
 		return nil, err
 	}
 	a.triggers(zxid, tx.Triggers)
@@ -230,7 +251,10 @@ func (a *applier) attach(c *Command) (*Reply, error) {
 	if err := a.setOwner(c.Session, c.Owner); err != nil {
 		return nil, err
 	}
-	a.events = append(a.events, Event{Kind: EventSessionAttached, Zxid: a.zxid, Session: c.Session, Owner: c.Owner})
+	if err := a.touch(c.Session); err != nil {
+		return nil, err
+	}
+	a.events = append(a.events, Event{Kind: EventSessionAttached, Zxid: a.zxid, Session: c.Session, Owner: c.Owner, Index: a.index})
 	return &Reply{Zxid: a.zxid}, nil
 }
 
@@ -256,4 +280,21 @@ func (a *applier) setConfig(c *Command) (*Reply, error) {
 	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL,
 		Size: int64(len(u.Data) - len(n.Data))}})
 	return &Reply{Zxid: zxid}, nil
+}
+
+// touch records that a session was kept alive by the entry being applied.
+func (a *applier) touch(id int64) error {
+	var v [8]byte
+	binary.BigEndian.PutUint64(v[:], a.index)
+	return a.kv.w.Set(touchKey(id), v[:], nil)
+}
+
+// touched is the index of a session's last keep-alive (0 if unknown, e.g.
+// an imported session never kept alive since).
+func (a *applier) touched(id int64) (uint64, error) {
+	v, err := getValue(a.kv.r, touchKey(id))
+	if err != nil || len(v) != 8 {
+		return 0, err
+	}
+	return binary.BigEndian.Uint64(v), nil
 }

@@ -66,6 +66,10 @@ type Command struct {
 	Timeout  int32
 	Sessions []int64
 	Body     []byte
+	// Seen, for KindExpireSessions, holds for each of Sessions the Raft
+	// index of its last keep-alive the leader had applied when it decided:
+	// a session kept alive after that is not expired.
+	Seen []int64
 	// Owner identifies the client connection that sent a request or holds
 	// a session: the member's replica id in the top 16 bits and a
 	// member-local connection number below. 0 means the server itself.
@@ -91,6 +95,10 @@ func (c *Command) Encode(w *jute.Writer) {
 	}
 	w.Buffer(c.Body)
 	w.Long(int64(c.Owner))
+	w.Int(int32(len(c.Seen)))
+	for _, x := range c.Seen {
+		w.Long(x)
+	}
 }
 
 // Decode reads c; errors are left in r.
@@ -127,6 +135,15 @@ func (c *Command) Decode(r *jute.Reader) {
 	}
 	c.Body = r.Buffer()
 	c.Owner = uint64(r.Long())
+	n = r.Int()
+	if n < 0 || int(n) > r.Remaining()/8 {
+		r.Rest()
+		c.Kind = 0
+		return
+	}
+	for i := int32(0); i < n; i++ {
+		c.Seen = append(c.Seen, r.Long())
+	}
 }
 
 var _ jute.Record = (*Command)(nil)

@@ -17,6 +17,7 @@ import (
 //	'e' owner(8, BE) path     ephemeral index: the nodes a session owns
 //	's' session(8, BE)        a session: int32 timeout (ms)
 //	'o' session(8, BE)        the connection holding a session: uint64 owner
+//	't' session(8, BE)        the Raft index of the session's last keep-alive
 //	'c' path                  containers and TTL nodes, for the leader's sweep
 //	'm' name                  metadata: applied index, zxid
 //
@@ -28,6 +29,7 @@ const (
 	spaceMeta      = 'm'
 	spaceSweep     = 'c'
 	spaceOwner     = 'o'
+	spaceTouch     = 't'
 )
 
 var (
@@ -76,6 +78,12 @@ func sessionKey(id int64) []byte {
 func ownerKey(id int64) []byte {
 	k := sessionKey(id)
 	k[0] = spaceOwner
+	return k
+}
+
+func touchKey(id int64) []byte {
+	k := sessionKey(id)
+	k[0] = spaceTouch
 	return k
 }
 

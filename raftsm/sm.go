@@ -52,6 +52,9 @@ type Event struct {
 	// them.
 	Size      int64
 	Ephemeral bool
+	// Index is the Raft index of the entry (keep-alive, session created,
+	// attached): the leader hands it back when it expires a session.
+	Index uint64
 }
 
 // EventSink receives the events of each Update, in log order, after the
@@ -241,6 +244,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			return nil, fmt.Errorf("raftsm: entry %d: %w", e.Index, err)
 		}
 		before := a.zxid
+		a.index = e.Index
 		reply, err := a.apply(cmd)
 		if err != nil {
 			return nil, fmt.Errorf("raftsm: entry %d (%s): %w", e.Index, cmd.Kind, err)
@@ -273,13 +277,17 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 // View is a consistent read-only view of a replica's state, valid only
 // inside the ReadFunc it is passed to.
 type View struct {
-	kv   pebbleKV
-	db   *pebble.DB
-	zxid int64
+	kv      pebbleKV
+	db      *pebble.DB
+	zxid    int64
+	applied uint64
 }
 
 // Zxid is the last applied zxid.
 func (v View) Zxid() int64 { return v.zxid }
+
+// Applied is the Raft index of the last entry applied.
+func (v View) Applied() uint64 { return v.applied }
 
 // Tree is the read-only data tree.
 func (v View) Tree() znode.KV { return v.kv }
@@ -375,7 +383,7 @@ func (s *StateMachine) Lookup(query any) (any, error) {
 	if s.mu.db == nil {
 		return nil, ErrClosed
 	}
-	return fn(View{kv: pebbleKV{r: s.mu.db}, db: s.mu.db, zxid: s.mu.zxid})
+	return fn(View{kv: pebbleKV{r: s.mu.db}, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied})
 }
 
 // Sync makes everything applied so far durable.

@@ -455,7 +455,7 @@ func eventsWithoutACL(evs []Event) []Event {
 	out := make([]Event, len(evs))
 	for i, e := range evs {
 		e.ACL = nil
-		e.Size, e.Ephemeral = 0, false
+		e.Size, e.Ephemeral, e.Index = 0, false, 0
 		out[i] = e
 	}
 	return out
@@ -475,4 +475,25 @@ func TestWatchEventACL(t *testing.T) {
 	if len(evs) != 2 || !reflect.DeepEqual(evs[0].ACL, secret) || !reflect.DeepEqual(evs[1].ACL, znode.OpenACL) {
 		t.Fatalf("events %+v: want the node's ACL on NodeCreated and the root's on NodeChildrenChanged", evs)
 	}
+}
+
+// TestExpireSkipsSessionsKeptAliveSinceTheLeaderLooked: an expiry carries,
+// per session, the index of the last keep-alive the deciding leader had
+// seen; a session kept alive after that (say, through a new leader while
+// the old one was paused) stays.
+func TestExpireSkipsSessionsKeptAliveSinceTheLeaderLooked(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	h.apply(createSession(7, 30000), createSession(8, 30000))
+	seenIndex := int64(h.index) // the leader's view
+	h.apply(&Command{Kind: KindKeepAlive, Sessions: []int64{7}})
+	h.apply(&Command{Kind: KindExpireSessions, Sessions: []int64{7, 8}, Seen: []int64{seenIndex, seenIndex}})
+	h.view(func(v View) (any, error) {
+		if _, ok, _ := v.Session(7); !ok {
+			t.Error("session 7 was kept alive after the leader's view but expired")
+		}
+		if _, ok, _ := v.Session(8); ok {
+			t.Error("session 8 was not kept alive but survived")
+		}
+		return nil, nil
+	})
 }

@@ -40,10 +40,13 @@ type cell struct {
 	resumables *resumables
 	counts     treeCounts // nodes, ephemerals, data size (stats.go)
 
-	// mu guards the session-to-connection table.
+	// mu guards the session-to-connection table and the index of each
+	// session's last keep-alive applied here (sent with expiries, so the
+	// state machine can refuse one decided on a stale view).
 	mu struct {
 		sync.Mutex
 		owners map[int64]*conn
+		seen   map[int64]uint64
 	}
 }
 
@@ -60,6 +63,7 @@ func newCell(s *Server, shardID, replicaID uint64) *cell {
 		resumables: newResumables(),
 	}
 	c.mu.owners = map[int64]*conn{}
+	c.mu.seen = map[int64]uint64{}
 	return c
 }
 
@@ -78,9 +82,11 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			c.watches.trigger(ev.Zxid, ev.Type, ev.Path, ev.ACL)
 		case raftsm.EventSessionCreated:
 			c.tracker.Add(ev.Session, time.Duration(ev.Timeout)*time.Millisecond)
+			c.seen(ev.Index, ev.Session)
 		case raftsm.EventSessionClosed:
 			c.tracker.Remove(ev.Session)
 			c.mu.Lock()
+			delete(c.mu.seen, ev.Session)
 			owner := c.mu.owners[ev.Session]
 			delete(c.mu.owners, ev.Session)
 			c.mu.Unlock()
@@ -96,11 +102,13 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			go c.reloadSessions()
 		case raftsm.EventKeepAlive:
 			c.tracker.Touch(ev.Sessions...)
+			c.seen(ev.Index, ev.Sessions...)
 		case raftsm.EventSessionAttached:
 			// The session moved to another connection, here or on another
 			// member: the connection that held it here is closed, as
 			// ZooKeeper closes a moved session's old connection.
 			c.tracker.Touch(ev.Session)
+			c.seen(ev.Index, ev.Session)
 			c.mu.Lock()
 			old := c.mu.owners[ev.Session]
 			if old != nil && old.owner != ev.Owner {
@@ -157,6 +165,17 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 		c.leaderGen.Add(1)
 		c.notifyServing()
 	}
+}
+
+// seen records the index of a keep-alive applied here for sessions.
+func (c *cell) seen(index uint64, ids ...int64) {
+	c.mu.Lock()
+	for _, id := range ids {
+		if index > c.mu.seen[id] {
+			c.mu.seen[id] = index
+		}
+	}
+	c.mu.Unlock()
 }
 
 // leaderChanged returns a channel closed at the next leader change.
@@ -263,17 +282,25 @@ func (c *cell) waitServing(limit time.Duration, done <-chan struct{}) bool {
 // reloadSessions gives the tracker every stored session with a full
 // timeout from now, then extends the sessions it already had.
 func (c *cell) reloadSessions() {
+	type loaded struct {
+		sessions []raftsm.SessionInfo
+		applied  uint64
+	}
 	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-		return v.Sessions()
+		ss, err := v.Sessions()
+		return loaded{ss, v.Applied()}, err
 	}))
 	if err != nil {
 		c.srv.log.Warn("reload sessions", "shard", c.shardID, "err", err)
 		c.tracker.ExtendAll()
 		return
 	}
-	sessions := v.([]raftsm.SessionInfo)
+	sessions := v.(loaded).sessions
 	for _, s := range sessions {
 		c.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond)
+		// Every keep-alive stored so far is at or below this index: the
+		// fresh full timeout starts from this view.
+		c.seen(v.(loaded).applied, s.ID)
 	}
 	c.tracker.ExtendAll()
 	c.srv.log.Info("sessions reloaded with a full timeout", "shard", c.shardID, "sessions", len(sessions))
@@ -327,7 +354,13 @@ func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
 		}
 		if len(expire) > 0 {
 			c.srv.log.Info("expiring sessions", "shard", c.shardID, "sessions", hexIDs(expire))
-			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindExpireSessions, Sessions: expire, Time: time.Now().UnixMilli()})
+			seen := make([]int64, len(expire))
+			c.mu.Lock()
+			for i, id := range expire {
+				seen[i] = int64(c.mu.seen[id])
+			}
+			c.mu.Unlock()
+			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindExpireSessions, Sessions: expire, Seen: seen, Time: time.Now().UnixMilli()})
 		}
 	}
 }

@@ -46,7 +46,36 @@ type ImportedState struct {
 	Nodes []ImportedNode
 	// Sessions are the open sessions with their timeouts.
 	Sessions []SessionInfo
+	// Source, if set, identifies the data the state was imported from;
+	// ImportState records it in the store (ReadImportSource reads it).
+	Source *ImportSource
 }
+
+// ImportSource identifies the data a store was imported from. The members
+// of an ensemble must all start from the same imported state (their Raft
+// log is empty after an import, so Raft will not reconcile different
+// trees): comparing the members' import ids before they start shows it.
+type ImportSource struct {
+	// Zxid is the source's last zxid (ZooKeeper's lastProcessedZxid).
+	Zxid int64
+	// Digest is ZooKeeper's tree digest of the source tree.
+	Digest int64
+	// Nodes and Sessions count the source's znodes and open sessions.
+	Nodes, Sessions int64
+}
+
+// ImportID is the import id of a tree: its last zxid and ZooKeeper's tree
+// digest, as "0x<zxid>/<digest as 16 hex digits>".
+func ImportID(zxid, digest int64) string {
+	return fmt.Sprintf("%#x/%016x", zxid, uint64(digest))
+}
+
+// ID is the import id of the source: ImportID(Zxid, Digest).
+func (s ImportSource) ID() string { return ImportID(s.Zxid, s.Digest) }
+
+// keyImport holds a store's ImportSource: four big-endian int64s (zxid,
+// digest, nodes, sessions).
+var keyImport = []byte("m:import")
 
 // NextEpoch returns the first zxid of the epoch after zxid's:
 // ((zxid>>32)+1)<<32.
@@ -203,6 +232,15 @@ func writeImport(path string, nodes []ImportedNode, st *ImportedState, children 
 			return err
 		}
 	}
+	if src := st.Source; src != nil {
+		var v [32]byte
+		for i, x := range []int64{src.Zxid, src.Digest, src.Nodes, src.Sessions} {
+			binary.BigEndian.PutUint64(v[8*i:], uint64(x))
+		}
+		if err := b.Set(keyImport, v[:], nil); err != nil {
+			return err
+		}
+	}
 	// The change history starts empty at the import: a resumable watch
 	// from any earlier zxid is answered "compacted".
 	if err := putInt64(b, keyHistFloor, NextEpoch(st.Zxid)); err != nil {
@@ -248,6 +286,42 @@ func ExportState(dir string, shardID, replicaID uint64) (*ImportedState, error) 
 	}
 	v := View{kv: pebbleKV{r: db}, zxid: int64(binary.BigEndian.Uint64(z))}
 	return v.State()
+}
+
+// ReadImportSource reads what a replica's store under dir was imported
+// from: nil (and no error) for a store that was not imported. The store
+// must not be open elsewhere (zkraft must be stopped).
+func ReadImportSource(dir string, shardID, replicaID uint64) (*ImportSource, error) {
+	target := StoreDir(dir, shardID, replicaID)
+	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
+		return nil, fmt.Errorf("%w in %s", ErrNoStore, target)
+	}
+	if storeLocked(target) {
+		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
+	}
+	opts := pebbleOptions()
+	opts.ReadOnly = true
+	opts.ErrorIfNotExists = true
+	db, err := pebble.Open(target, opts)
+	if err != nil {
+		return nil, fmt.Errorf("raftsm: open %s (is zkraft still running?): %w", target, err)
+	}
+	defer db.Close()
+	return View{kv: pebbleKV{r: db}}.ImportSource()
+}
+
+// ImportSource is what the state was imported from, or nil. Raft snapshots
+// carry it: a member that caught up from a snapshot reports the sender's.
+func (v View) ImportSource() (*ImportSource, error) {
+	b, err := getValue(v.kv.r, keyImport)
+	if err != nil || b == nil {
+		return nil, err
+	}
+	if len(b) != 32 {
+		return nil, fmt.Errorf("%w: import record of %d bytes", ErrBadSnapshot, len(b))
+	}
+	x := func(i int) int64 { return int64(binary.BigEndian.Uint64(b[8*i:])) }
+	return &ImportSource{Zxid: x(0), Digest: x(1), Nodes: x(2), Sessions: x(3)}, nil
 }
 
 // storeLocked reports whether another process holds the store's LOCK file.

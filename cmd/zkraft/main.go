@@ -155,6 +155,9 @@ func serve(args []string) error {
 	}
 
 	ops.apply(&cfg, set, *configPath != "")
+	if err := checkServeImported(&cfg, logger); err != nil {
+		return err
+	}
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err

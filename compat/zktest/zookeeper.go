@@ -117,6 +117,29 @@ func start(t testing.TB, cfg Config) (*Server, error) {
 	if err := os.WriteFile(filepath.Join(dir, "zoo.cfg"), []byte(conf), 0o644); err != nil {
 		return nil, err
 	}
+	s, err := launch(dir, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"), fmt.Sprintf("127.0.0.1:%d", port), cfg.Props)
+	if err != nil {
+		return nil, err
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		select {
+		case <-s.done:
+			return nil, fmt.Errorf("ZooKeeper exited during startup:\n%s", s.Log(40))
+		default:
+		}
+		if w, err := FourLetter(s.Addr, "conf"); err == nil && strings.Contains(w, "dataDir="+cfg.DataDir) {
+			return s, nil
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	s.Stop()
+	return nil, fmt.Errorf("ZooKeeper did not answer within 30s:\n%s", s.Log(40))
+}
+
+// launch starts java with ZooKeeper's mainClass on cfgPath, logging into
+// dir (which also holds the log4j configuration); clients reach it at addr.
+func launch(dir, mainClass, cfgPath, addr string, props map[string]string) (*Server, error) {
 	log4j := fmt.Sprintf("log4j.rootLogger=INFO, FILE\nlog4j.appender.FILE=org.apache.log4j.FileAppender\nlog4j.appender.FILE.File=%s\nlog4j.appender.FILE.layout=org.apache.log4j.PatternLayout\nlog4j.appender.FILE.layout.ConversionPattern=%%d{ISO8601} %%-5p [%%t:%%C{1}@%%L] - %%m%%n\n",
 		filepath.Join(dir, "zookeeper.log"))
 	if err := os.WriteFile(filepath.Join(dir, "log4j.properties"), []byte(log4j), 0o644); err != nil {
@@ -135,12 +158,12 @@ func start(t testing.TB, cfg Config) (*Server, error) {
 		"-Dzookeeper.extendedTypesEnabled=true",
 		"-Dzookeeper.DigestAuthenticationProvider.superDigest=" + SuperDigest,
 	}
-	for k, v := range cfg.Props {
+	for k, v := range props {
 		args = append(args, "-D"+k+"="+v)
 	}
-	args = append(args, "-cp", cp, "org.apache.zookeeper.server.ZooKeeperServerMain", filepath.Join(dir, "zoo.cfg"))
+	args = append(args, "-cp", cp, mainClass, cfgPath)
 	cmd := exec.Command(javaBin(), args...)
-	out, err := os.Create(filepath.Join(dir, "stdout.log"))
+	out, err := os.OpenFile(filepath.Join(dir, "stdout.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
@@ -150,26 +173,13 @@ func start(t testing.TB, cfg Config) (*Server, error) {
 		out.Close()
 		return nil, err
 	}
-	s := &Server{Addr: fmt.Sprintf("127.0.0.1:%d", port), dir: dir, cmd: cmd, done: make(chan struct{})}
+	s := &Server{Addr: addr, dir: dir, cmd: cmd, done: make(chan struct{})}
 	go func() {
 		cmd.Wait()
 		out.Close()
 		close(s.done)
 	}()
-	deadline := time.Now().Add(30 * time.Second)
-	for time.Now().Before(deadline) {
-		select {
-		case <-s.done:
-			return nil, fmt.Errorf("ZooKeeper exited during startup:\n%s", s.Log(40))
-		default:
-		}
-		if w, err := FourLetter(s.Addr, "conf"); err == nil && strings.Contains(w, "dataDir="+cfg.DataDir) {
-			return s, nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	s.Stop()
-	return nil, fmt.Errorf("ZooKeeper did not answer within 30s:\n%s", s.Log(40))
+	return s, nil
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 5s) and waits.

@@ -486,7 +486,9 @@ func (c *conn) processor() {
 		c.requestDone(p, frame, err)
 		c.inflight.Add(-1)
 		if err != nil {
-			c.log.Warn("request failed", "op", p.op.String(), "err", err)
+			if !errors.Is(err, net.ErrClosed) {
+				c.log.Warn("request failed", "op", p.op.String(), "err", err)
+			}
 			c.close()
 			continue // drain, releasing request states
 		}
@@ -504,8 +506,15 @@ func (c *conn) processor() {
 func (c *conn) complete(p *pending) ([]byte, error) {
 	switch {
 	case p.rs != nil:
-		r := <-p.rs.ResultC()
-		p.rs.Release()
+		var r dragonboat.RequestResult
+		select {
+		case r = <-p.rs.ResultC():
+			p.rs.Release()
+		case <-c.done:
+			// The connection is gone (closed by the client, a leader change
+			// or shutdown): nobody waits for this reply any more.
+			return nil, net.ErrClosed
+		}
 		rep, err := replyOf(r)
 		if err != nil {
 			return nil, err

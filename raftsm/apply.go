@@ -1,6 +1,7 @@
 package raftsm
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -59,6 +60,18 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 		return a.attach(c)
 	case KindSetConfig:
 		return a.setConfig(c)
+	case KindCheckImport:
+		have, err := getValue(a.kv.r, keyImport)
+		if err != nil {
+			return nil, err
+		}
+		if !bytes.Equal(have, c.Body) {
+			return nil, fmt.Errorf("%w: have %x, the ensemble's is %x", ErrImportMismatch, have, c.Body)
+		}
+		if err := a.kv.w.Set(keyImportChecked, []byte{1}, nil); err != nil {
+			return nil, err
+		}
+		return &Reply{Zxid: a.zxid}, nil
 	case KindKeepAlive:
 		live := make([]int64, 0, len(c.Sessions))
 		for _, id := range c.Sessions {

@@ -28,10 +28,15 @@ const (
 	KindAttach Kind = 6
 	// KindSetConfig sets the data of /zookeeper/config to Body.
 	KindSetConfig Kind = 7
+	// KindCheckImport carries an imported member's import record (Body):
+	// every replica compares it with its own and stops if they differ, so
+	// an ensemble whose members started from different imports (or one
+	// from none) cannot run on silently.
+	KindCheckImport Kind = 8
 )
 
 // lastKind is the highest Kind; DecodeCommand refuses anything above.
-const lastKind = KindSetConfig
+const lastKind = KindCheckImport
 
 func (k Kind) String() string {
 	switch k {
@@ -49,6 +54,8 @@ func (k Kind) String() string {
 		return "attach"
 	case KindSetConfig:
 		return "setConfig"
+	case KindCheckImport:
+		return "checkImport"
 	}
 	return fmt.Sprintf("Kind(%d)", int32(k))
 }

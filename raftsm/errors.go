@@ -13,6 +13,9 @@ var (
 	ErrClosed = errors.New("raftsm: state machine closed")
 	// ErrBadSnapshot means a snapshot stream is damaged.
 	ErrBadSnapshot = errors.New("raftsm: bad snapshot")
+	// ErrImportMismatch means the members of a shard started from
+	// different imported states; the replica stops rather than diverge.
+	ErrImportMismatch = errors.New("raftsm: this replica's imported state differs from the ensemble's")
 	// ErrUnknownQuery means Lookup was given a query of the wrong type.
 	ErrUnknownQuery = errors.New("raftsm: unknown query type")
 )

@@ -77,6 +77,21 @@ func (s ImportSource) ID() string { return ImportID(s.Zxid, s.Digest) }
 // digest, nodes, sessions).
 var keyImport = []byte("m:import")
 
+// keyImportChecked marks a store whose import record the ensemble has
+// compared (KindCheckImport).
+var keyImportChecked = []byte("m:import-checked")
+
+// ImportRecord is the stored import record and whether the ensemble has
+// compared it yet; nil when the state was not imported.
+func (v View) ImportRecord() (record []byte, checked bool, err error) {
+	record, err = getValue(v.kv.r, keyImport)
+	if err != nil || record == nil {
+		return nil, false, err
+	}
+	c, err := getValue(v.kv.r, keyImportChecked)
+	return record, c != nil, err
+}
+
 // NextEpoch returns the first zxid of the epoch after zxid's:
 // ((zxid>>32)+1)<<32.
 func NextEpoch(zxid int64) int64 { return ((zxid >> 32) + 1) << 32 }

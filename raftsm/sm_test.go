@@ -497,3 +497,28 @@ func TestExpireSkipsSessionsKeptAliveSinceTheLeaderLooked(t *testing.T) {
 		return nil, nil
 	})
 }
+
+// TestCheckImport: replicas compare the ensemble's import record with
+// their own; equal marks it checked, different (or none) stops the replica.
+func TestCheckImport(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	record := make([]byte, 32)
+	record[7] = 1
+	if err := h.sm.mu.db.Set(keyImport, record, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.apply(&Command{Kind: KindCheckImport, Body: record})
+	h.view(func(v View) (any, error) {
+		if _, checked, _ := v.ImportRecord(); !checked {
+			t.Error("matching import record not marked checked")
+		}
+		return nil, nil
+	})
+	other := append([]byte(nil), record...)
+	other[7] = 2
+	h.index++
+	_, err := h.sm.Update([]sm.Entry{{Index: h.index, Cmd: EncodeCommand(&Command{Kind: KindCheckImport, Body: other})}})
+	if !errors.Is(err, ErrImportMismatch) {
+		t.Fatalf("different import record: %v, want ErrImportMismatch", err)
+	}
+}

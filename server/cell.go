@@ -396,6 +396,42 @@ func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// checkImportLoop makes sure the ensemble compares import records: a member
+// whose state was imported and not yet compared proposes its record (to
+// whichever member leads); every replica checks it against its own and one
+// that differs stops instead of diverging (raftsm.KindCheckImport).
+func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	for attempt := 0; ctx.Err() == nil; attempt++ {
+		type rec struct {
+			b       []byte
+			checked bool
+		}
+		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			b, checked, err := v.ImportRecord()
+			return rec{b, checked}, err
+		}))
+		if err == nil {
+			r := v.(rec)
+			if r.b == nil || r.checked {
+				return
+			}
+			if c.waitServing(c.srv.leaderGrace(), ctx.Done()) {
+				rep, _, err := c.proposeRetry(&raftsm.Command{Kind: raftsm.KindCheckImport, Body: r.b, Time: time.Now().UnixMilli()}, ctx.Done())
+				if err == nil && rep.Err == jute.ErrOK {
+					c.srv.log.Info("import record compared across the ensemble", "shard", c.shardID)
+					return
+				}
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
 // maxSweepPerInterval bounds the deletions one sweep proposes.
 const maxSweepPerInterval = 1000
 

@@ -191,6 +191,8 @@ func New(cfg Config) (*Server, error) {
 	go c.sessionLoop(s.ctx, &s.wg)
 	go c.sweepLoop(s.ctx, &s.wg)
 	go c.membershipLoop(s.ctx, &s.wg)
+	s.wg.Add(1)
+	go c.checkImportLoop(s.ctx, &s.wg)
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", cfg.RaftAddr,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())

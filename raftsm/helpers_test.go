@@ -47,14 +47,14 @@ func (r *recordSink) reset() {
 
 // harness drives one state machine directly, without a NodeHost.
 type harness struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	sm    *StateMachine
 	sink  *recordSink
 	index uint64
 }
 
-func newHarness(t *testing.T, dir string) *harness {
+func newHarness(t testing.TB, dir string) *harness {
 	t.Helper()
 	h := &harness{t: t, dir: dir, sink: &recordSink{}}
 	h.sm = New(Config{Dir: dir, Options: znode.Options{ExtendedTypes: true}, Sink: h.sink}, 1, 1)

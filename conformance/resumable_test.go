@@ -292,3 +292,49 @@ func TestResumableWatchGuarantees(t *testing.T) {
 	})
 	t.Logf("%d changes in %d transactions, %d resumes", want, len(got), w.Resumes())
 }
+
+// TestResumableWatchBadInput: an unknown mode, an invalid path and a zxid
+// from the future are BADARGUMENTS; one connection may hold 64 resumable
+// watches and the next is THROTTLEDOP; unwatchFrom of an unknown watch is
+// NOWATCHER. A path that does not exist yet may be watched.
+func TestResumableWatchBadInput(t *testing.T) {
+	if !hasWatchFrom(t) {
+		t.Log("server does not offer watchFrom (checked by TestResumableWatchDiscovery)")
+		return
+	}
+	const opWatchFrom, opUnwatchFrom = 1000, 1001
+	c := rawSession(t, 10000)
+	base := uniquePath(t)
+	zxid := c.callOK(opCreate, createReq(base+"/x", nil, 0)).Zxid
+	req := func(path string, from int64, mode int32) []byte {
+		return new(jw).str(path).i64(from).i32(mode).bytes()
+	}
+	for _, tc := range []struct {
+		name string
+		body []byte
+		want int32
+	}{
+		{"unknown mode", req(base, zxid, 7), errBadArguments},
+		{"invalid path", req("nope", zxid, 1), errBadArguments},
+		{"future zxid", req(base, zxid+1000000, 1), errBadArguments},
+		{"missing path is fine", req(base+"/no/such/node/yet", zxid, 0), errOK},
+	} {
+		if rep := c.call(opWatchFrom, tc.body); rep.Err != tc.want {
+			t.Errorf("%s: %v, want %s", tc.name, rep, errName(tc.want))
+		}
+	}
+	// A storm from one connection is capped (the watches are on this
+	// test's own subtree, which nothing else changes).
+	d := rawSession(t, 10000)
+	for i := 0; i < 64; i++ {
+		if rep := d.call(opWatchFrom, req(base, zxid, 1)); rep.Err != errOK {
+			t.Fatalf("watch %d: %v", i+1, rep)
+		}
+	}
+	if rep := d.call(opWatchFrom, req(base, zxid, 1)); rep.Err != -127 {
+		t.Fatalf("65th watch on one connection: %v, want THROTTLEDOP (-127)", rep)
+	}
+	if rep := d.call(opUnwatchFrom, new(jw).i64(1<<40).bytes()); rep.Err != errNoWatcher {
+		t.Fatalf("unwatchFrom of an unknown watch: %v, want NOWATCHER", rep)
+	}
+}

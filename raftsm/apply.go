@@ -6,13 +6,16 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
 
 // applier applies the commands of one Update over its batch.
 type applier struct {
-	index  uint64 // Raft index of the entry being applied
+	index  uint64                   // Raft index of the entry being applied
+	sess   map[int64]*cachedSession // the state machine's session cache
 	kv     pebbleKV
 	opts   znode.Options
 	zxid   int64
@@ -95,8 +98,8 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 }
 
 func (a *applier) sessionExists(id int64) (bool, error) {
-	v, err := getValue(a.kv.r, sessionKey(id))
-	return v != nil, err
+	_, ok := a.sess[id]
+	return ok, nil
 }
 
 // next consumes a zxid.
@@ -196,6 +199,7 @@ func (a *applier) createSession(c *Command) (*Reply, error) {
 	if err := a.kv.w.Set(sessionKey(c.Session), v[:], nil); err != nil {
 		return nil, err
 	}
+	a.sess[c.Session] = &cachedSession{}
 	if err := a.setOwner(c.Session, c.Owner); err != nil {
 		return nil, err
 	}
@@ -229,20 +233,23 @@ func (a *applier) closeSession(id int64, time int64) (*Reply, error) {
 	if err := a.kv.w.Delete(touchKey(id), nil); err != nil {
 		return nil, err
 	}
+	delete(a.sess, id)
 	a.triggers(zxid, tx.Triggers)
 	a.events = append(a.events, Event{Kind: EventSessionClosed, Zxid: zxid, Session: id})
 	return &Reply{Zxid: zxid}, nil
 }
 
 func (a *applier) owner(id int64) (uint64, error) {
-	v, err := getValue(a.kv.r, ownerKey(id))
-	if err != nil || len(v) != 8 {
-		return 0, err
+	if cs := a.sess[id]; cs != nil {
+		return cs.owner, nil
 	}
-	return binary.BigEndian.Uint64(v), nil
+	return 0, nil
 }
 
 func (a *applier) setOwner(id int64, owner uint64) error {
+	if cs := a.sess[id]; cs != nil {
+		cs.owner = owner
+	}
 	if owner == 0 {
 		return a.kv.w.Delete(ownerKey(id), nil)
 	}
@@ -297,6 +304,9 @@ func (a *applier) setConfig(c *Command) (*Reply, error) {
 
 // touch records that a session was kept alive by the entry being applied.
 func (a *applier) touch(id int64) error {
+	if cs := a.sess[id]; cs != nil {
+		cs.touch = a.index
+	}
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], a.index)
 	return a.kv.w.Set(touchKey(id), v[:], nil)
@@ -305,9 +315,54 @@ func (a *applier) touch(id int64) error {
 // touched is the index of a session's last keep-alive (0 if unknown, e.g.
 // an imported session never kept alive since).
 func (a *applier) touched(id int64) (uint64, error) {
-	v, err := getValue(a.kv.r, touchKey(id))
-	if err != nil || len(v) != 8 {
-		return 0, err
+	if cs := a.sess[id]; cs != nil {
+		return cs.touch, nil
 	}
-	return binary.BigEndian.Uint64(v), nil
+	return 0, nil
+}
+
+// cachedSession is the in-memory copy of a session's owner and last
+// keep-alive index. The state machine keeps every session here, loaded at
+// Open and after a snapshot and changed with the store, so that a write
+// does not read Pebble to check its session.
+type cachedSession struct {
+	owner uint64
+	touch uint64
+}
+
+// loadSessions reads every session, its owner and its last keep-alive.
+func loadSessions(r reader) (map[int64]*cachedSession, error) {
+	out := map[int64]*cachedSession{}
+	scan := func(space byte, fn func(id int64, v []byte)) error {
+		lo := []byte{space}
+		it := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+		for it.First(); it.Valid(); it.Next() {
+			if k := it.Key(); len(k) == 9 {
+				fn(int64(binary.BigEndian.Uint64(k[1:])), it.Value())
+			}
+		}
+		if err := it.Error(); err != nil {
+			it.Close()
+			return err
+		}
+		return it.Close()
+	}
+	if err := scan(spaceSession, func(id int64, _ []byte) { out[id] = &cachedSession{} }); err != nil {
+		return nil, err
+	}
+	if err := scan(spaceOwner, func(id int64, v []byte) {
+		if cs := out[id]; cs != nil && len(v) == 8 {
+			cs.owner = binary.BigEndian.Uint64(v)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	if err := scan(spaceTouch, func(id int64, v []byte) {
+		if cs := out[id]; cs != nil && len(v) == 8 {
+			cs.touch = binary.BigEndian.Uint64(v)
+		}
+	}); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

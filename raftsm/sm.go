@@ -108,9 +108,10 @@ type StateMachine struct {
 	// holds it for reading. Lock order: mu, then the sink's own locks.
 	mu struct {
 		sync.RWMutex
-		db      *pebble.DB
-		applied uint64
-		zxid    int64
+		db       *pebble.DB
+		applied  uint64
+		zxid     int64
+		sessions map[int64]*cachedSession // every stored session (apply.go)
 	}
 }
 
@@ -159,7 +160,11 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 		if err := initTree(db); err != nil {
 			return 0, err
 		}
+		s.mu.sessions = map[int64]*cachedSession{}
 		return 0, nil
+	}
+	if s.mu.sessions, err = loadSessions(db); err != nil {
+		return 0, err
 	}
 	if len(v) != 8 {
 		return 0, fmt.Errorf("%w: applied index of %d bytes", ErrBadSnapshot, len(v))
@@ -226,7 +231,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	defer s.mu.Unlock()
 	b := s.mu.db.NewIndexedBatch()
 	defer b.Close()
-	a := applier{kv: pebbleKV{r: b, w: b}, opts: s.opts, zxid: s.mu.zxid}
+	a := applier{kv: pebbleKV{r: b, w: b}, opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
 	var now int64

@@ -165,6 +165,11 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	}
 	s.mu.applied = binary.BigEndian.Uint64(applied)
 	s.mu.zxid = int64(binary.BigEndian.Uint64(zxid))
+	sessions, err := loadSessions(db)
+	if err != nil {
+		return err
+	}
+	s.mu.sessions = sessions
 	if s.sink != nil {
 		s.sink.Applied(s.shardID, s.mu.zxid, []Event{{Kind: EventReset, Zxid: s.mu.zxid}})
 	}

@@ -19,9 +19,10 @@ import (
 )
 
 const (
-	// maxOutstanding bounds the requests a connection may have in flight;
+	// maxOutstanding bounds the requests a connection may have in flight
+	// (its queue is allocated up front, so it is also memory per session);
 	// the reader stops reading when it is reached.
-	maxOutstanding = 1024
+	maxOutstanding = 256
 	// maxOutbox bounds the bytes queued for a slow reader before the
 	// connection is closed.
 	maxOutbox = 64 << 20

@@ -14,8 +14,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sort"
 	"sync"
 	"testing"
@@ -24,6 +22,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/compat/resumable"
+	"github.com/zkraft/zkraft/internal/tcpproxy"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -60,51 +59,6 @@ func TestResumableWatchDiscovery(t *testing.T) {
 	}
 }
 
-// cutProxy forwards connections to the server and can cut them all.
-type cutProxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newCutProxy(t *testing.T) *cutProxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.DialTimeout("tcp", serverAddr, 5*time.Second)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	}()
-	t.Cleanup(func() { ln.Close(); p.cut() })
-	return p
-}
-
-// cut closes every proxied connection; new ones are still accepted.
-func (p *cutProxy) cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
 // expectedChange is a change the workload knows it made.
 type expectedChange struct {
 	zxid int64 // 0 when the client cannot learn it (a delete)
@@ -123,10 +77,10 @@ func TestResumableWatchGuarantees(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	proxy := newCutProxy(t)
+	proxy := tcpproxy.New(t, serverAddr)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 	defer cancel()
-	w, err := resumable.WatchFrom(ctx, []string{proxy.ln.Addr().String()}, base, st.Czxid, true, resumable.Options{})
+	w, err := resumable.WatchFrom(ctx, []string{proxy.Addr()}, base, st.Czxid, true, resumable.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +122,7 @@ func TestResumableWatchGuarantees(t *testing.T) {
 				if wr == 0 && (i == 10 || i == 25) {
 					// Cut the stream mid-workload: the resume must neither
 					// lose nor repeat anything.
-					proxy.cut()
+					proxy.Cut()
 				}
 				if i%4 == 3 {
 					// A multi: create a sibling and delete p in one transaction.

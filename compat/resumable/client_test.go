@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"sort"
 	"sync"
 	"testing"
@@ -14,6 +12,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/compat/resumable"
+	"github.com/zkraft/zkraft/internal/tcpproxy"
 	"github.com/zkraft/zkraft/internal/testserver"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/server"
@@ -31,52 +30,6 @@ func connect(t *testing.T, addr string) *zk.Conn {
 	}
 	t.Cleanup(c.Close)
 	return c
-}
-
-// proxy forwards connections to target until killed.
-type proxy struct {
-	ln    net.Listener
-	mu    sync.Mutex
-	conns []net.Conn
-}
-
-func newProxy(t *testing.T, target string) *proxy {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{ln: ln}
-	go func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			s, err := net.Dial("tcp", target)
-			if err != nil {
-				c.Close()
-				continue
-			}
-			p.mu.Lock()
-			p.conns = append(p.conns, c, s)
-			p.mu.Unlock()
-			go func() { io.Copy(s, c); s.Close() }()
-			go func() { io.Copy(c, s); c.Close() }()
-		}
-	}()
-	t.Cleanup(p.kill)
-	return p
-}
-
-func (p *proxy) addr() string { return p.ln.Addr().String() }
-
-func (p *proxy) kill() {
-	p.ln.Close()
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	for _, c := range p.conns {
-		c.Close()
-	}
 }
 
 func collect(t *testing.T, w *resumable.Watch, until func([]resumable.Txn) bool) []resumable.Txn {
@@ -175,8 +128,8 @@ func TestWatchFromResumesWithoutLossOrDuplicates(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, st, _ := c.Exists("/s")
-	p := newProxy(t, addr)
-	w, err := resumable.WatchFrom(context.Background(), []string{p.addr(), addr}, "/s", st.Czxid, true, resumable.Options{})
+	p := tcpproxy.New(t, addr)
+	w, err := resumable.WatchFrom(context.Background(), []string{p.Addr(), addr}, "/s", st.Czxid, true, resumable.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +152,7 @@ func TestWatchFromResumesWithoutLossOrDuplicates(t *testing.T) {
 			written = append(written, st.Czxid)
 			mu.Unlock()
 			if i == n/3 {
-				p.kill() // mid-stream
+				p.Close() // mid-stream
 			}
 		}
 	}()

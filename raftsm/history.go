@@ -123,7 +123,7 @@ func (s *StateMachine) appendHistory(b *pebble.Batch, events []Event, times map[
 		added++
 	}
 	count += added
-	if count > s.histMax || (s.histMaxAge > 0 && added > 0) {
+	if count > s.histMax+s.histMax/trimSlack || (s.histMaxAge > 0 && added > 0) {
 		if count, err = s.trimHistory(b, count, now); err != nil {
 			return err
 		}
@@ -131,10 +131,18 @@ func (s *StateMachine) appendHistory(b *pebble.Batch, events []Event, times map[
 	return putInt64(b, keyHistCount, count)
 }
 
+// trimSlack: history is trimmed only once it is 1/trimSlack over a bound
+// (count, or age), and then back to the bound. Each trim is one range
+// deletion, and every Pebble read until the next flush re-fragments the
+// range deletions in the memtable: trimmed on every Update, the trims cost
+// more than the writes (a quarter of a setData's apply time).
+const trimSlack = 32
+
 // trimHistory drops the oldest whole zxids while more than histMax records
-// are kept or the oldest is older than histMaxAge before now. The scan
-// starts just above the current floor, so it never walks the tombstones of
-// earlier trims, and what it drops goes in one range deletion.
+// are kept or the oldest is older than histMaxAge before now, once the
+// oldest or the count is over by the slack. The scan starts just above the
+// current floor, so it never walks the tombstones of earlier trims, and
+// what it drops goes in one range deletion.
 func (s *StateMachine) trimHistory(b *pebble.Batch, count, now int64) (int64, error) {
 	floor, err := getInt64(b, keyHistFloor)
 	if err != nil {
@@ -152,7 +160,13 @@ func (s *StateMachine) trimHistory(b *pebble.Batch, count, now int64) (int64, er
 				count -= inZxid
 				newFloor = dropping
 			}
-			overCount := count > s.histMax
+			maxCount, maxAge := s.histMax, s.histMaxAge
+			if newFloor == floor && dropping < 0 {
+				// The oldest retained zxid: trim only past the slack.
+				maxCount += s.histMax / trimSlack
+				maxAge += s.histMaxAge / trimSlack
+			}
+			overCount := count > maxCount
 			tooOld := false
 			if s.histMaxAge > 0 {
 				e, err := decodeHistory(it.Key(), it.Value())
@@ -160,7 +174,7 @@ func (s *StateMachine) trimHistory(b *pebble.Batch, count, now int64) (int64, er
 					it.Close()
 					return 0, err
 				}
-				tooOld = now-e.Time > s.histMaxAge
+				tooOld = now-e.Time > maxAge
 			}
 			if !overCount && !tooOld {
 				dropping = -1

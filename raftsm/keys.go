@@ -112,10 +112,12 @@ type writer interface {
 }
 
 // pebbleKV implements znode.KV over a Pebble reader, and over a batch when w
-// is set.
+// is set. With a cache (Update's batch only), node reads are served from it
+// and node writes go to it as well as to the batch.
 type pebbleKV struct {
-	r reader
-	w writer
+	r     reader
+	w     writer
+	cache *nodeCache
 }
 
 var _ znode.KV = pebbleKV{}
@@ -133,9 +135,16 @@ func getValue(r reader, key []byte) ([]byte, error) {
 }
 
 func (kv pebbleKV) Get(path string) (*znode.Node, error) {
-	v, err := getValue(kv.r, nodeKey(path))
-	if err != nil || v == nil {
-		return nil, err
+	v, ok := kv.cache.get(path)
+	if !ok {
+		var err error
+		if v, err = getValue(kv.r, nodeKey(path)); err != nil {
+			return nil, err
+		}
+		kv.cache.put(path, v)
+	}
+	if v == nil {
+		return nil, nil
 	}
 	return znode.DecodeNode(v)
 }
@@ -150,14 +159,23 @@ func (kv pebbleKV) Put(path string, n *znode.Node) error {
 			return err
 		}
 	}
-	return kv.w.Set(nodeKey(path), marshal(n), nil)
+	v := marshal(n)
+	if err := kv.w.Set(nodeKey(path), v, nil); err != nil {
+		return err
+	}
+	kv.cache.put(path, v)
+	return nil
 }
 
 func (kv pebbleKV) Delete(path string) error {
 	if err := kv.w.Delete(sweepKey(path), nil); err != nil {
 		return err
 	}
-	return kv.w.Delete(nodeKey(path), nil)
+	if err := kv.w.Delete(nodeKey(path), nil); err != nil {
+		return err
+	}
+	kv.cache.put(path, nil)
+	return nil
 }
 
 // sweepPaths lists the containers and TTL nodes in path order.

@@ -79,7 +79,7 @@ type Config struct {
 	// Sink receives applied events; nil discards them.
 	Sink EventSink
 	// HistoryMax bounds the change history kept for resumable watches, in
-	// events. Default 100000.
+	// events (trimmed once 1/32 over). Default 100000.
 	HistoryMax int64
 	// HistoryMaxAge drops history older than this many milliseconds (by
 	// the time carried in the commands). 0 keeps history by count only.
@@ -112,6 +112,7 @@ type StateMachine struct {
 		applied  uint64
 		zxid     int64
 		sessions map[int64]*cachedSession // every stored session (apply.go)
+		nodes    *nodeCache                // recent nodes, for Update only (nodecache.go)
 	}
 }
 
@@ -131,8 +132,13 @@ func New(cfg Config, shardID, replicaID uint64) *StateMachine {
 	if s.histMax <= 0 {
 		s.histMax = 100000
 	}
+	s.mu.nodes = newNodeCache(nodeCacheBytes)
 	return s
 }
+
+// nodeCacheBytes bounds the apply path's node cache: the hot part of most
+// trees, and a small share of the memory a large tree takes.
+const nodeCacheBytes = 32 << 20
 
 func pebbleOptions() *pebble.Options {
 	return &pebble.Options{
@@ -152,6 +158,7 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.mu.db = db
+	s.mu.nodes.reset()
 	v, err := getValue(db, keyApplied)
 	if err != nil {
 		return 0, err
@@ -231,7 +238,13 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	defer s.mu.Unlock()
 	b := s.mu.db.NewIndexedBatch()
 	defer b.Close()
-	a := applier{kv: pebbleKV{r: b, w: b}, opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
+	committed := false
+	defer func() {
+		if !committed {
+			s.mu.nodes.reset() // it holds the batch's writes
+		}
+	}()
+	a := applier{kv: pebbleKV{r: b, w: b, cache: s.mu.nodes}, opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
 	var now int64
@@ -271,6 +284,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return nil, fmt.Errorf("raftsm: commit: %w", err)
 	}
+	committed = true
 	s.mu.applied = applied
 	s.mu.zxid = a.zxid
 	if s.sink != nil {

@@ -84,6 +84,7 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	if db == nil {
 		return ErrClosed
 	}
+	s.mu.nodes.reset()
 	b := db.NewBatch()
 	if err := b.DeleteRange([]byte{0}, []byte{0xff}, nil); err != nil {
 		return err

@@ -43,6 +43,7 @@ type conn struct {
 	srv  *Server
 	cell *cell
 	nc   net.Conn
+	in   frameReader // over nc; the reader goroutine's
 	ip   string
 	log  *slog.Logger
 
@@ -72,7 +73,14 @@ type conn struct {
 	queue          chan *pending
 	done           chan struct{}
 	closeOnce      sync.Once
-	outReady       chan struct{}
+
+	// The processor and the flusher run only while they have work: an idle
+	// connection is one goroutine (the reader), not three, which is most
+	// of the memory of a session. procRunning and out.flushing say whether
+	// one runs; procWG and flushWG let serve wait for them.
+	procRunning atomic.Bool
+	procWG      sync.WaitGroup
+	flushWG     sync.WaitGroup
 
 	// out is the outbox. Lock order: registry.mu, then out.
 	out struct {
@@ -81,6 +89,7 @@ type conn struct {
 		bytes      int
 		closed     bool // no more frames accepted
 		closeAfter bool // close the socket once the frames are written
+		flushing   bool // a flusher runs
 	}
 }
 
@@ -111,15 +120,15 @@ type result struct {
 
 func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 	c := &conn{
-		owner:    s.cfg.ReplicaID<<48 | s.connSeq.Add(1)&(1<<48-1),
-		srv:      s,
-		cell:     cl,
-		nc:       nc,
-		ip:       ip,
-		log:      s.log.With("remote", nc.RemoteAddr().String()),
-		queue:    make(chan *pending, maxOutstanding),
-		done:     make(chan struct{}),
-		outReady: make(chan struct{}, 1),
+		owner: s.cfg.ReplicaID<<48 | s.connSeq.Add(1)&(1<<48-1),
+		srv:   s,
+		cell:  cl,
+		nc:    nc,
+		in:    frameReader{src: nc},
+		ip:    ip,
+		log:   s.log.With("remote", nc.RemoteAddr().String()),
+		queue: make(chan *pending, maxOutstanding),
+		done:  make(chan struct{}),
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()
@@ -146,21 +155,17 @@ func replyFrame(xid int32, zxid int64, code jute.ErrCode, body jute.Record) []by
 
 // serve runs the connection until it ends.
 func (c *conn) serve() {
-	var flush, proc sync.WaitGroup
-	flush.Add(1)
-	go func() {
-		defer flush.Done()
-		c.flusher()
-	}()
 	defer func() {
-		proc.Wait()
+		c.in.release()
+		c.procWG.Wait()
 		c.out.Lock()
 		graceful := c.out.closeAfter
+		c.out.closed = true // no flusher starts after this
 		c.out.Unlock()
 		if !graceful {
 			c.close()
 		}
-		flush.Wait() // a graceful close ends once the outbox is written
+		c.flushWG.Wait() // a graceful close ends once the outbox is written
 		c.close()
 		c.bg.Wait()
 		c.cell.watches.removeConn(c)
@@ -178,11 +183,6 @@ func (c *conn) serve() {
 		}
 		return
 	}
-	proc.Add(1)
-	go func() {
-		defer proc.Done()
-		c.processor()
-	}()
 	err = c.readLoop()
 	close(c.queue)
 	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -215,7 +215,7 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 	var lenBuf [4]byte
 	if prefix != nil {
 		copy(lenBuf[:], prefix)
-	} else if _, err := io.ReadFull(c.nc, lenBuf[:]); err != nil {
+	} else if err := c.in.readFull(lenBuf[:]); err != nil {
 		return nil, err
 	}
 	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
@@ -224,7 +224,7 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 		return nil, errFrameLength
 	}
 	buf := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, buf); err != nil {
+	if err := c.in.readFull(buf); err != nil {
 		return nil, err
 	}
 	c.srv.stats.received.Add(1)
@@ -388,6 +388,7 @@ func (c *conn) readLoop() error {
 			c.srv.releaseOutstanding()
 			return net.ErrClosed
 		}
+		c.kickProcessor()
 		if p.closeAfter {
 			return nil
 		}
@@ -481,8 +482,36 @@ var (
 )
 
 // processor completes pending requests in arrival order.
+// kickProcessor starts the processor unless it runs. Only the reader
+// goroutine calls it, after queueing a request.
+func (c *conn) kickProcessor() {
+	if c.procRunning.CompareAndSwap(false, true) {
+		c.procWG.Add(1)
+		go c.processor()
+	}
+}
+
+// processor answers queued requests in order, and ends when the queue is
+// empty (the reader starts another for the next request).
 func (c *conn) processor() {
-	for p := range c.queue {
+	defer c.procWG.Done()
+	for {
+		var p *pending
+		select {
+		case q, ok := <-c.queue:
+			if !ok {
+				return // the reader is done and the queue drained
+			}
+			p = q
+		default:
+			c.procRunning.Store(false)
+			// A request queued after the select and before the Store saw
+			// a running processor and started none: take it.
+			if len(c.queue) == 0 || !c.procRunning.CompareAndSwap(false, true) {
+				return
+			}
+			continue
+		}
 		frame, err := c.complete(p)
 		c.requestDone(p, frame, err)
 		c.inflight.Add(-1)
@@ -580,10 +609,16 @@ func (c *conn) enqueue(frame []byte) {
 		c.close()
 		return
 	}
+	c.kickFlusherLocked()
 	c.out.Unlock()
-	select {
-	case c.outReady <- struct{}{}:
-	default:
+}
+
+// kickFlusherLocked starts the flusher unless it runs; c.out is held.
+func (c *conn) kickFlusherLocked() {
+	if !c.out.flushing {
+		c.out.flushing = true
+		c.flushWG.Add(1)
+		go c.flusher()
 	}
 }
 
@@ -591,42 +626,49 @@ func (c *conn) enqueue(frame []byte) {
 // queued ones are written.
 func (c *conn) closeAfterFlush() {
 	c.out.Lock()
+	defer c.out.Unlock()
+	if c.out.closeAfter {
+		return
+	}
+	wasClosed := c.out.closed
 	c.out.closed = true
 	c.out.closeAfter = true
-	c.out.Unlock()
-	select {
-	case c.outReady <- struct{}{}:
-	default:
+	if !wasClosed {
+		c.kickFlusherLocked() // it closes the socket once the outbox is empty
 	}
 }
 
+// flusher writes the outbox until it is empty, then ends (enqueue starts
+// another for the next frame). With closeAfter set it closes the socket
+// once everything queued is written.
 func (c *conn) flusher() {
+	defer c.flushWG.Done()
 	for {
-		select {
-		case <-c.outReady:
-		case <-c.done:
-			return
-		}
 		c.out.Lock()
 		frames := c.out.frames
 		c.out.frames, c.out.bytes = nil, 0
 		closeAfter := c.out.closeAfter
+		if len(frames) == 0 {
+			c.out.flushing = false
+			c.out.Unlock()
+			if closeAfter {
+				c.close()
+			}
+			return
+		}
 		c.out.Unlock()
 		c.outboxDrained()
-		if len(frames) > 0 {
-			c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.MaxSessionTimeout))
-			bufs := net.Buffers(frames)
-			if _, err := bufs.WriteTo(c.nc); err != nil {
-				c.close()
-				return
-			}
-			c.srv.stats.sent.Add(int64(len(frames)))
-			c.st.sent.Add(int64(len(frames)))
-		}
-		if closeAfter {
+		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.MaxSessionTimeout))
+		bufs := net.Buffers(frames)
+		if _, err := bufs.WriteTo(c.nc); err != nil {
+			c.out.Lock()
+			c.out.closed, c.out.frames, c.out.bytes, c.out.flushing = true, nil, 0, false
+			c.out.Unlock()
 			c.close()
 			return
 		}
+		c.srv.stats.sent.Add(int64(len(frames)))
+		c.st.sent.Add(int64(len(frames)))
 	}
 }
 

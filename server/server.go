@@ -92,25 +92,17 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 
-	logDir := cfg.LogDir
-	if logDir == "" {
-		logDir = cfg.DataDir
-	}
-	for _, d := range []string{cfg.DataDir, logDir} {
+	for _, d := range []string{cfg.DataDir, cfg.LogDir} {
+		if d == "" {
+			continue
+		}
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, fmt.Errorf("server: %w", err)
 		}
 	}
 	ll := &leaderListener{}
-	nhc := dbconfig.NodeHostConfig{
-		NodeHostDir:       filepath.Join(cfg.DataDir, "raft"),
-		WALDir:            filepath.Join(logDir, "raft-wal"),
-		RTTMillisecond:    uint64(cfg.RTT / time.Millisecond),
-		RaftAddress:       cfg.RaftAddr,
-		RaftEventListener: ll,
-		Expert:            dbconfig.GetDefaultExpertConfig(),
-	}
-	nhc.Expert.LogDB = dbconfig.GetSmallMemLogDBConfig()
+	nhc := NodeHostConfig(cfg)
+	nhc.RaftEventListener = ll
 	s.tuneNodeHost(&nhc)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
@@ -371,3 +363,22 @@ func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
 
 // superAuth reads everything, for the server's own bookkeeping.
 var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
+
+// NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data
+// dirs and Raft address, for the server and for the offline commands
+// (export) that start its replica. cfg must have its defaults applied.
+func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
+	logDir := cfg.LogDir
+	if logDir == "" {
+		logDir = cfg.DataDir
+	}
+	nhc := dbconfig.NodeHostConfig{
+		NodeHostDir:    filepath.Join(cfg.DataDir, "raft"),
+		WALDir:         filepath.Join(logDir, "raft-wal"),
+		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
+		RaftAddress:    cfg.RaftAddr,
+		Expert:         dbconfig.GetDefaultExpertConfig(),
+	}
+	nhc.Expert.LogDB = dbconfig.GetSmallMemLogDBConfig()
+	return nhc
+}

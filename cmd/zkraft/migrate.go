@@ -689,19 +689,7 @@ func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragon
 	for _, name := range []string{"raft", "rsm", "transport", "grpc", "dragonboat", "logdb", "raftpb", "config", "settings", "tan", "registry"} {
 		dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
 	}
-	logDir := cfg.LogDir
-	if logDir == "" {
-		logDir = cfg.DataDir
-	}
-	nhc := dbconfig.NodeHostConfig{
-		NodeHostDir:    filepath.Join(cfg.DataDir, "raft"),
-		WALDir:         filepath.Join(logDir, "raft-wal"),
-		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
-		RaftAddress:    cfg.RaftAddr,
-		Expert:         dbconfig.GetDefaultExpertConfig(),
-	}
-	nhc.Expert.LogDB = dbconfig.GetSmallMemLogDBConfig()
-	nh, err := dragonboat.NewNodeHost(nhc)
+	nh, err := dragonboat.NewNodeHost(server.NodeHostConfig(cfg))
 	if err != nil {
 		return nil, fmt.Errorf("start the replica on %s (is zkraft still running? was it started with another --raft-addr?): %w", cfg.RaftAddr, err)
 	}

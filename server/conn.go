@@ -45,7 +45,6 @@ type conn struct {
 	nc   net.Conn
 	in   frameReader // over nc; the reader goroutine's
 	ip   string
-	log  *slog.Logger
 
 	// owner names this connection in the log (raftsm.Command.Owner).
 	owner uint64
@@ -70,17 +69,27 @@ type conn struct {
 	closingSession atomic.Bool    // a closeSession is in flight
 	inflight       atomic.Int64   // requests read but not yet answered
 	bg             sync.WaitGroup // resumable-watch replays; serve waits
-	queue          chan *pending
 	done           chan struct{}
 	closeOnce      sync.Once
 
 	// The processor and the flusher run only while they have work: an idle
 	// connection is one goroutine (the reader), not three, which is most
-	// of the memory of a session. procRunning and out.flushing say whether
-	// one runs; procWG and flushWG let serve wait for them.
-	procRunning atomic.Bool
-	procWG      sync.WaitGroup
-	flushWG     sync.WaitGroup
+	// of the memory of a session. q.running and out.flushing say whether
+	// one runs; procWG and flushWG let the reader wait for them at the end.
+	procWG  sync.WaitGroup
+	flushWG sync.WaitGroup
+
+	// q holds the requests read and not yet answered, in order, at most
+	// maxOutstanding; the reader waits for room on qRoom. A slice that is
+	// dropped when empty, not a channel of maxOutstanding slots per
+	// connection (2 KB of an idle session).
+	q struct {
+		sync.Mutex
+		items   []*pending
+		head    int
+		running bool // a processor runs
+	}
+	qRoom chan struct{}
 
 	// out is the outbox. Lock order: registry.mu, then out.
 	out struct {
@@ -126,9 +135,8 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 		nc:    nc,
 		in:    frameReader{src: nc},
 		ip:    ip,
-		log:   s.log.With("remote", nc.RemoteAddr().String()),
-		queue: make(chan *pending, maxOutstanding),
 		done:  make(chan struct{}),
+		qRoom: make(chan struct{}, 1),
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()
@@ -153,41 +161,57 @@ func replyFrame(xid int32, zxid int64, code jute.ErrCode, body jute.Record) []by
 	return jute.AppendFrame(nil, hdr, body)
 }
 
-// serve runs the connection until it ends.
+// serve runs the handshake, then the reader on a goroutine of its own:
+// the handshake's calls (a proposal through Dragonboat) grow a stack that an
+// idle session would otherwise keep. srv.wg counts the reader.
 func (c *conn) serve() {
-	defer func() {
-		c.in.release()
-		c.procWG.Wait()
-		c.out.Lock()
-		graceful := c.out.closeAfter
-		c.out.closed = true // no flusher starts after this
-		c.out.Unlock()
-		if !graceful {
-			c.close()
-		}
-		c.flushWG.Wait() // a graceful close ends once the outbox is written
-		c.close()
-		c.bg.Wait()
-		c.cell.watches.removeConn(c)
-		c.cell.resumables.removeConn(c)
-		if c.sessionID != 0 {
-			c.cell.detach(c.sessionID, c)
-		}
-		c.srv.unregister(c)
-		c.logClosed()
-	}()
 	ok, err := c.handshake()
 	if !ok {
 		if err != nil && !errors.Is(err, io.EOF) {
-			c.log.Debug("handshake", "err", err)
+			c.log().Debug("handshake", "err", err)
 		}
+		c.finish()
 		return
 	}
-	err = c.readLoop()
-	close(c.queue)
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.log.Debug("connection ended", "session", hexID(c.sessionID), "err", err)
+	c.srv.wg.Add(1)
+	go func() {
+		defer c.srv.wg.Done()
+		defer c.finish()
+		err := c.readLoop()
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			c.log().Debug("connection ended", "session", hexID(c.sessionID), "err", err)
+		}
+	}()
+}
+
+// finish waits for the processor and the flusher, closes the socket and
+// releases the connection's session and watches.
+func (c *conn) finish() {
+	c.in.release()
+	c.procWG.Wait()
+	c.out.Lock()
+	graceful := c.out.closeAfter
+	c.out.closed = true // no flusher starts after this
+	c.out.Unlock()
+	if !graceful {
+		c.close()
 	}
+	c.flushWG.Wait() // a graceful close ends once the outbox is written
+	c.close()
+	c.bg.Wait()
+	c.cell.watches.removeConn(c)
+	c.cell.resumables.removeConn(c)
+	if c.sessionID != 0 {
+		c.cell.detach(c.sessionID, c)
+	}
+	c.srv.unregister(c)
+	c.logClosed()
+}
+
+// log is the connection's logger, made when first needed (a logger with
+// attributes per connection is a kilobyte of an idle session).
+func (c *conn) log() *slog.Logger {
+	return c.srv.log.With("remote", c.nc.RemoteAddr().String())
 }
 
 func hexID(id int64) string { return "0x" + formatHex(uint64(id)) }
@@ -263,7 +287,7 @@ func (c *conn) handshake() (bool, error) {
 			return false, err
 		}
 		if req.LastZxidSeen > c.srv.lastZxid() {
-			c.log.Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.srv.lastZxid())
+			c.log().Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.srv.lastZxid())
 			return false, nil
 		}
 	}
@@ -276,7 +300,7 @@ func (c *conn) handshake() (bool, error) {
 			return false, err
 		}
 		resp.SessionID, resp.Passwd = id, session.Password(id)
-		c.log.Info("session created", "session", hexID(id), "timeout", timeout)
+		c.log().Info("session created", "session", hexID(id), "timeout", timeout)
 	} else {
 		// ZooKeeper closes the session's current connection before it
 		// checks the password (CLIENT_RECONNECT).
@@ -286,13 +310,13 @@ func (c *conn) handshake() (bool, error) {
 			return false, err
 		}
 		if !ok {
-			c.log.Info("session expired or bad password on reconnect", "session", hexID(req.SessionID))
+			c.log().Info("session expired or bad password on reconnect", "session", hexID(req.SessionID))
 			c.enqueue(jute.AppendFrame(nil, &jute.ConnectResponse{Passwd: make([]byte, 16), HasReadOnly: req.HasReadOnly}))
 			c.closeAfterFlush()
 			return false, nil
 		}
 		resp.SessionID, resp.Passwd = req.SessionID, session.Password(req.SessionID)
-		c.log.Info("session reattached", "session", hexID(req.SessionID), "timeout", timeout)
+		c.log().Info("session reattached", "session", hexID(req.SessionID), "timeout", timeout)
 	}
 	c.sessionID = resp.SessionID
 	c.timeout = time.Duration(timeout) * time.Millisecond
@@ -382,13 +406,10 @@ func (c *conn) readLoop() error {
 			lastRead = p
 		}
 		c.inflight.Add(1)
-		select {
-		case c.queue <- p:
-		case <-c.done:
+		if !c.push(p) {
 			c.srv.releaseOutstanding()
 			return net.ErrClosed
 		}
-		c.kickProcessor()
 		if p.closeAfter {
 			return nil
 		}
@@ -468,7 +489,7 @@ func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pendi
 	rs, err := c.cell.propose(cmd)
 	if err != nil {
 		// The client sees a lost connection and retries elsewhere.
-		c.log.Warn("propose failed", "op", cmd.Op.String(), "err", err)
+		c.log().Warn("propose failed", "op", cmd.Op.String(), "err", err)
 		return nil, err
 	}
 	p.rs = rs
@@ -482,42 +503,76 @@ var (
 )
 
 // processor completes pending requests in arrival order.
-// kickProcessor starts the processor unless it runs. Only the reader
-// goroutine calls it, after queueing a request.
-func (c *conn) kickProcessor() {
-	if c.procRunning.CompareAndSwap(false, true) {
+// push queues a request for the processor, starting one unless it runs,
+// and waits while maxOutstanding are queued. False: the connection closed.
+// Only the reader goroutine calls it.
+func (c *conn) push(p *pending) bool {
+	for {
+		c.q.Lock()
+		if len(c.q.items)-c.q.head < maxOutstanding {
+			break
+		}
+		c.q.Unlock()
+		select {
+		case <-c.qRoom:
+		case <-c.done:
+			return false
+		}
+	}
+	c.q.items = append(c.q.items, p)
+	if !c.q.running {
+		c.q.running = true
 		c.procWG.Add(1)
 		go c.processor()
 	}
+	c.q.Unlock()
+	return true
+}
+
+// pop takes the oldest queued request; nil (and the processor is no
+// longer running) when there is none.
+func (c *conn) pop() *pending {
+	c.q.Lock()
+	defer c.q.Unlock()
+	n := len(c.q.items) - c.q.head
+	if n == 0 {
+		c.q.items, c.q.head, c.q.running = nil, 0, false
+		return nil
+	}
+	p := c.q.items[c.q.head]
+	c.q.items[c.q.head] = nil
+	c.q.head++
+	if n == maxOutstanding {
+		select {
+		case c.qRoom <- struct{}{}:
+		default:
+		}
+	}
+	return p
+}
+
+// queued is the number of requests waiting for the processor.
+func (c *conn) queued() int {
+	c.q.Lock()
+	defer c.q.Unlock()
+	return len(c.q.items) - c.q.head
 }
 
 // processor answers queued requests in order, and ends when the queue is
-// empty (the reader starts another for the next request).
+// empty (push starts another for the next request).
 func (c *conn) processor() {
 	defer c.procWG.Done()
 	for {
-		var p *pending
-		select {
-		case q, ok := <-c.queue:
-			if !ok {
-				return // the reader is done and the queue drained
-			}
-			p = q
-		default:
-			c.procRunning.Store(false)
-			// A request queued after the select and before the Store saw
-			// a running processor and started none: take it.
-			if len(c.queue) == 0 || !c.procRunning.CompareAndSwap(false, true) {
-				return
-			}
-			continue
+		p := c.pop()
+		if p == nil {
+			return
 		}
 		frame, err := c.complete(p)
 		c.requestDone(p, frame, err)
 		c.inflight.Add(-1)
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
-				c.log.Warn("request failed", "op", p.op.String(), "err", err)
+				c.log().Warn("request failed", "op", p.op.String(), "err", err)
 			}
 			c.close()
 			continue // drain, releasing request states
@@ -589,7 +644,7 @@ func (c *conn) sessionClosed() {
 	if c.closingSession.Load() {
 		return // the processor closes after the closeSession reply
 	}
-	c.log.Info("session expired", "session", hexID(c.sessionID))
+	c.log().Info("session expired", "session", hexID(c.sessionID))
 	c.closeAfterFlush()
 }
 
@@ -605,7 +660,7 @@ func (c *conn) enqueue(frame []byte) {
 		c.out.closed = true
 		c.out.frames = nil
 		c.out.Unlock()
-		c.log.Warn("client too slow: outbox full", "session", hexID(c.sessionID))
+		c.log().Warn("client too slow: outbox full", "session", hexID(c.sessionID))
 		c.close()
 		return
 	}

@@ -47,7 +47,7 @@ func (c *conn) fourLetterWord(w string) {
 	s := c.srv
 	s.stats.received.Add(1)
 	c.st.recved.Add(1)
-	c.log.Debug("four-letter word", "word", w)
+	c.log().Debug("four-letter word", "word", w)
 	var out string
 	switch {
 	case !s.fourLetterWordEnabled(w):
@@ -229,7 +229,7 @@ func (s *Server) connInfos() []connInfo {
 	for _, c := range s.conns() {
 		ci := connInfo{
 			remote:  c.nc.RemoteAddr().String(),
-			queued:  len(c.queue),
+			queued:  c.queued(),
 			recved:  c.st.recved.Load(),
 			sent:    c.st.sent.Load(),
 			session: c.sessionID,

@@ -88,5 +88,5 @@ func (c *conn) logClosed() {
 	if c.sessionID == 0 || c.closingSession.Load() {
 		return
 	}
-	c.log.Info("session connection closed", "session", hexID(c.sessionID))
+	c.log().Info("session connection closed", "session", hexID(c.sessionID))
 }

@@ -73,7 +73,7 @@ func (r *resumable) deliver(frame []byte) {
 		r.mu.held = append(r.mu.held, frame)
 		r.mu.heldBytes += len(frame)
 		if r.mu.heldBytes > maxHeldBack {
-			r.c.log.Warn("resumable watch fell behind during replay: closing", "watch", r.id)
+			r.c.log().Warn("resumable watch fell behind during replay: closing", "watch", r.id)
 			r.mu.held = nil
 			go r.c.close()
 		}
@@ -259,7 +259,7 @@ func (c *conn) replay(r *resumable, hist *raftsm.History) {
 		}
 	}
 	if err := hist.Err(); err != nil {
-		c.log.Warn("resumable replay", "watch", r.id, "err", err)
+		c.log().Warn("resumable replay", "watch", r.id, "err", err)
 		c.close()
 		return
 	}

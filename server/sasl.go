@@ -49,7 +49,7 @@ func (c *conn) saslOp(p *pending, body []byte) {
 			ids = append(ids, jute.ID{Scheme: "super", ID: ""})
 		}
 		c.addAuthIDs(ids)
-		c.log.Info("SASL authenticated", "session", hexID(c.sessionID), "mechanism", "DIGEST-MD5", "user", user)
+		c.log().Info("SASL authenticated", "session", hexID(c.sessionID), "mechanism", "DIGEST-MD5", "user", user)
 	}
 	p.frame = jute.AppendFrame(nil, &jute.ReplyHeader{Xid: p.xid, Zxid: 0, Err: jute.ErrOK}, &jute.SetSASLResponse{Token: tok})
 }
@@ -61,7 +61,7 @@ func (c *conn) saslFailure(xid int32, err error) ([]byte, bool) {
 	if s.cfg.SASL.EnforceAuth && slices.Contains(s.cfg.SASL.EnforceAuthSchemes, "sasl") {
 		code = jute.ErrSessionClosedRequireSASLAuth
 	}
-	c.log.Warn("SASL authentication failed: closing the connection", "session", hexID(c.sessionID), "err", err)
+	c.log().Warn("SASL authentication failed: closing the connection", "session", hexID(c.sessionID), "err", err)
 	return jute.AppendFrame(nil, &jute.ReplyHeader{Xid: xid, Zxid: 0, Err: code}, &jute.SetSASLResponse{}), true
 }
 
@@ -92,7 +92,7 @@ func (c *conn) authEnforced(hdr *jute.RequestHeader) ([]byte, bool) {
 		}
 	}
 	s.counters.authFailed.Add(1)
-	c.log.Warn("unauthenticated request refused: closing the connection", "session", hexID(c.sessionID),
+	c.log().Warn("unauthenticated request refused: closing the connection", "session", hexID(c.sessionID),
 		"op", hdr.Type.String(), "required", s.cfg.SASL.EnforceAuthSchemes)
 	return replyFrame(hdr.Xid, 0, jute.ErrSessionClosedRequireSASLAuth, nil), true
 }

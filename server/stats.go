@@ -240,7 +240,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	}
 	s.metrics.request(p.op, write, now.Sub(p.start))
 	if p.op == jute.OpCloseSession {
-		c.log.Info("session closed", "session", hexID(c.sessionID))
+		c.log().Info("session closed", "session", hexID(c.sessionID))
 	}
 	s.counters.response(len(frame))
 	var zxid int64 = -1

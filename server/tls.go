@@ -146,7 +146,7 @@ func (s *Server) tlsHandshake(c *conn, tc *tls.Conn) bool {
 	tc.SetDeadline(time.Now().Add(tlsHandshakeTimeout))
 	if err := tc.HandshakeContext(ctx); err != nil {
 		s.counters.tlsHandshakeFailed.Add(1)
-		c.log.Info("TLS handshake failed", "err", err)
+		c.log().Info("TLS handshake failed", "err", err)
 		return false
 	}
 	tc.SetDeadline(time.Time{})
@@ -155,7 +155,7 @@ func (s *Server) tlsHandshake(c *conn, tc *tls.Conn) bool {
 		// (RFC 2253) is the connection's x509 id.
 		id := certs[0].Subject.String()
 		c.setAuthIDs(append(c.authIDs(), jute.ID{Scheme: "x509", ID: id}))
-		c.log.Debug("TLS client authenticated", "x509", id)
+		c.log().Debug("TLS client authenticated", "x509", id)
 	}
 	return true
 }

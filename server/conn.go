@@ -66,6 +66,7 @@ type conn struct {
 	// watch delivery reads it.
 	auth atomic.Pointer[[]jute.ID]
 
+	watchKeys      keySet         // its watches, guarded by cell.watches.mu (watch.go)
 	closingSession atomic.Bool    // a closeSession is in flight
 	inflight       atomic.Int64   // requests read but not yet answered
 	bg             sync.WaitGroup // resumable-watch replays; serve waits

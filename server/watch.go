@@ -1,6 +1,7 @@
 package server
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/zkraft/zkraft/jute"
@@ -46,16 +47,71 @@ type registry struct {
 	mu struct {
 		sync.Mutex
 		tables    [2]map[string]map[*conn]watchMode
-		byConn    map[*conn]map[watchKey]watchMode
 		recursive int // recursive watches held, to skip walking parents when 0
 	}
+	// Each connection's own watch keys are kept on it (conn.watchKeys,
+	// guarded by mu), for removeConn.
+}
+
+// keySet is the watch keys of one connection: a slice while there are few
+// (most connections watch a handful of paths, and a map per connection
+// would be most of the memory of a watch), a map once there are many.
+type keySet struct {
+	few  []watchKey
+	many map[watchKey]struct{}
+}
+
+const fewKeys = 8
+
+func (s *keySet) add(k watchKey) {
+	switch {
+	case s.many != nil:
+		s.many[k] = struct{}{}
+	case slices.Contains(s.few, k):
+	case len(s.few) < fewKeys:
+		s.few = append(s.few, k)
+	default:
+		s.many = make(map[watchKey]struct{}, 2*fewKeys)
+		for _, x := range s.few {
+			s.many[x] = struct{}{}
+		}
+		s.many[k] = struct{}{}
+		s.few = nil
+	}
+}
+
+func (s *keySet) remove(k watchKey) {
+	if s.many != nil {
+		delete(s.many, k)
+		return
+	}
+	if i := slices.Index(s.few, k); i >= 0 {
+		last := len(s.few) - 1
+		s.few[i] = s.few[last]
+		s.few[last] = watchKey{}
+		s.few = s.few[:last]
+		if last == 0 {
+			s.few = nil
+		}
+	}
+}
+
+// keys returns a copy of the set.
+func (s *keySet) keys() []watchKey {
+	if s.many == nil {
+		return slices.Clone(s.few)
+	}
+	out := make([]watchKey, 0, len(s.many))
+	for k := range s.many {
+		out = append(out, k)
+	}
+	return out
 }
 
 func newRegistry() *registry {
 	r := &registry{}
 	r.mu.tables[tableData] = map[string]map[*conn]watchMode{}
 	r.mu.tables[tableChild] = map[string]map[*conn]watchMode{}
-	r.mu.byConn = map[*conn]map[watchKey]watchMode{}
 	return r
 }
 
@@ -87,12 +143,7 @@ func (r *registry) setLocked(table watchTable, path string, c *conn, m watchMode
 				delete(t, path)
 			}
 		}
-		if keys := r.mu.byConn[c]; keys != nil {
-			delete(keys, key)
-			if len(keys) == 0 {
-				delete(r.mu.byConn, c)
-			}
-		}
+		c.watchKeys.remove(key)
 		return
 	}
 	set := t[path]
@@ -101,12 +152,7 @@ func (r *registry) setLocked(table watchTable, path string, c *conn, m watchMode
 		t[path] = set
 	}
 	set[c] = m
-	keys := r.mu.byConn[c]
-	if keys == nil {
-		keys = map[watchKey]watchMode{}
-		r.mu.byConn[c] = keys
-	}
-	keys[key] = m
+	c.watchKeys.add(key)
 }
 
 // collectLocked gathers the watchers a change on path fires in table,
@@ -225,10 +271,10 @@ func (r *registry) remove(path string, wtype int32, c *conn) bool {
 func (r *registry) removeConn(c *conn) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for k := range r.mu.byConn[c] {
+	for _, k := range c.watchKeys.keys() {
 		r.setLocked(k.table, k.path, c, 0)
 	}
-	delete(r.mu.byConn, c)
+	c.watchKeys = keySet{}
 }
 
 // count returns the number of watches, watched paths and watching

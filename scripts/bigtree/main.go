@@ -6,6 +6,12 @@
 //
 //	go run ./scripts/bigtree -n 1000000
 //
+// With -system zookeeper it does the same to Apache ZooKeeper 3.8 (the
+// Debian package; standalone, zoo.cfg from the same client port, JVM heap
+// -Xmx1000m as zkServer.sh), for the memory comparison.
+//
+//	go run ./scripts/bigtree -n 1000000 -system zookeeper
+//
 // It prints figures; it asserts nothing.
 package main
 
@@ -53,6 +59,7 @@ func rssKiB(pid int) int {
 
 func main() {
 	n := flag.Int("n", 1000000, "znodes to create")
+	system := flag.String("system", "zkraft", "zkraft or zookeeper")
 	flag.Parse()
 	tmp, _ := os.MkdirTemp("", "bigtree-")
 	defer os.RemoveAll(tmp)
@@ -67,6 +74,14 @@ func main() {
 		t0 := time.Now()
 		cmd := exec.Command(bin, "--client-addr", client, "--raft-addr", raft, "--data-dir", filepath.Join(tmp, "data"), "--log-level", "warn", "--4lw", "ruok,srvr")
 		cmd.Stderr = os.Stderr
+		if *system == "zookeeper" {
+			cfg := filepath.Join(tmp, "zoo.cfg")
+			_, port, _ := net.SplitHostPort(client)
+			os.WriteFile(cfg, []byte(fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=ruok,srvr\nadmin.enableServer=false\n",
+				filepath.Join(tmp, "data"), port)), 0o644)
+			cmd = exec.Command("java", "-Xmx1000m", "-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar",
+				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
+		}
 		if err := cmd.Start(); err != nil {
 			panic(err)
 		}

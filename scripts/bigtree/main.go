@@ -94,6 +94,7 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
+	waitSession(c)
 	value := make([]byte, 100)
 	const per = 500
 	parents := (*n + 9999) / 10000
@@ -143,6 +144,7 @@ func main() {
 		panic(err)
 	}
 	defer c2.Close()
+	waitSession(c2)
 	if _, _, err := c2.Get(last); err != nil {
 		fmt.Println("read after restart:", err)
 		os.Exit(1)
@@ -150,6 +152,14 @@ func main() {
 	fmt.Printf("restart after SIGKILL: serving %s again after %v\n", last, time.Since(t1).Round(time.Millisecond))
 	time.Sleep(time.Second)
 	fmt.Printf("server RSS after restart: %d MiB\n", rssKiB(srv.Process.Pid)/1024)
+}
+
+// waitSession waits until c has a session: ZooKeeper answers ruok before
+// it takes sessions.
+func waitSession(c *zk.Conn) {
+	for deadline := time.Now().Add(60 * time.Second); c.State() != zk.StateHasSession && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func waitServing(addr string) {

@@ -100,11 +100,20 @@ type Reader struct {
 	// produces (a null ustring, a boolean byte other than 0 or 1, an ignored
 	// multi header field), so re-encoding will not reproduce it byte for byte.
 	lossy bool
+	// shared: Buffer returns slices of b (capacity clipped, so an append
+	// reallocates) instead of copies.
+	shared bool
 }
 
 // NewReader returns a Reader over b. The Reader does not modify b; Buffer
 // copies, so decoded records do not alias b.
 func NewReader(b []byte) *Reader { return &Reader{b: b} }
+
+// NewSharedReader is NewReader whose Buffer returns slices of b instead of
+// copies: decoded records alias b, which must then not change while they
+// are in use. For hot paths that decode a buffer they own (a request frame,
+// a Raft entry during its apply) and would otherwise copy each value.
+func NewSharedReader(b []byte) *Reader { return &Reader{b: b, shared: true} }
 
 // Err returns the first decoding error, or nil.
 func (r *Reader) Err() error { return r.err }
@@ -205,7 +214,7 @@ func (r *Reader) length(what string, minElem int) int {
 }
 
 // Buffer reads a length-prefixed buffer. Length -1 gives nil; length 0 gives a
-// non-nil empty slice. The bytes are copied.
+// non-nil empty slice. The bytes are copied, unless the Reader is shared.
 func (r *Reader) Buffer() []byte {
 	n := r.length("buffer", 1)
 	if n < 0 {
@@ -214,6 +223,9 @@ func (r *Reader) Buffer() []byte {
 	b := r.take(n, "buffer")
 	if b == nil {
 		return nil
+	}
+	if r.shared {
+		return b // take clips the capacity
 	}
 	out := make([]byte, n)
 	copy(out, b)
@@ -290,6 +302,14 @@ func Marshal(rec Record) []byte {
 // after the record are allowed and ignored.
 func Unmarshal(b []byte, rec Record) error {
 	r := NewReader(b)
+	rec.Decode(r)
+	return r.Err()
+}
+
+// UnmarshalShared is Unmarshal with NewSharedReader: the record's byte
+// buffers alias b.
+func UnmarshalShared(b []byte, rec Record) error {
+	r := NewSharedReader(b)
 	rec.Decode(r)
 	return r.Err()
 }

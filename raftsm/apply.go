@@ -152,7 +152,7 @@ func (a *applier) request(c *Command) (*Reply, error) {
 	var err error
 	if c.Op == jute.OpMulti {
 		req := new(jute.MultiRequest)
-		if uerr := jute.Unmarshal(c.Body, req); uerr != nil {
+		if uerr := jute.UnmarshalShared(c.Body, req); uerr != nil {
 			return nil, errors.Join(ErrBadCommand, uerr)
 		}
 		resp, err = tx.Multi(req.Ops)
@@ -161,7 +161,7 @@ func (a *applier) request(c *Command) (*Reply, error) {
 		if !ok || !(znode.IsWrite(c.Op) || c.Op == jute.OpDeleteContainer && c.Session == 0) {
 			return nil, ErrBadCommand
 		}
-		if uerr := jute.Unmarshal(c.Body, req); uerr != nil {
+		if uerr := jute.UnmarshalShared(c.Body, req); uerr != nil {
 			return nil, errors.Join(ErrBadCommand, uerr)
 		}
 		resp, err = tx.Apply(c.Op, req)

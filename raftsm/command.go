@@ -161,7 +161,7 @@ func EncodeCommand(c *Command) []byte { return jute.Marshal(c) }
 // DecodeCommand decodes a proposed command.
 func DecodeCommand(b []byte) (*Command, error) {
 	c := new(Command)
-	if err := jute.Unmarshal(b, c); err != nil {
+	if err := jute.UnmarshalShared(b, c); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrBadCommand, err)
 	}
 	if c.Kind < KindRequest || c.Kind > lastKind {

@@ -146,7 +146,7 @@ func (kv pebbleKV) Get(path string) (*znode.Node, error) {
 	if v == nil {
 		return nil, nil
 	}
-	return znode.DecodeNode(v)
+	return znode.DecodeNodeShared(v) // v is a copy, or the cache's (never changed)
 }
 
 func sweepKey(path string) []byte { return append([]byte{spaceSweep}, path...) }

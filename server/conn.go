@@ -472,7 +472,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 func validWrite(op jute.OpCode, body []byte) bool {
 	if op == jute.OpMulti {
 		m := new(jute.MultiRequest)
-		if jute.Unmarshal(body, m) != nil {
+		if jute.UnmarshalShared(body, m) != nil {
 			return false
 		}
 		for _, o := range m.Ops {
@@ -483,7 +483,7 @@ func validWrite(op jute.OpCode, body []byte) bool {
 		return true
 	}
 	req, ok := jute.NewRequest(op)
-	return ok && jute.Unmarshal(body, req) == nil
+	return ok && jute.UnmarshalShared(body, req) == nil // decoded to check, then dropped
 }
 
 func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pending, error) {

@@ -130,15 +130,24 @@ func DecodeNode(b []byte) (*Node, error) {
 	return n, nil
 }
 
-// Clone returns a deep copy of n, so a caller can modify it without
-// touching a node another reader holds.
+// DecodeNodeShared is DecodeNode with the node's Data aliasing b, which
+// must not change while the node is in use.
+func DecodeNodeShared(b []byte) (*Node, error) {
+	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
+		return nil, ErrCorruptNode
+	}
+	n := new(Node)
+	if err := jute.UnmarshalShared(b, n); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptNode, err)
+	}
+	return n, nil
+}
+
+// Clone returns a copy of n, so a caller can modify it without touching a
+// node another reader holds. Data is shared: a node's data is never changed
+// in place, only replaced.
 func (n *Node) Clone() *Node {
 	c := *n
-	// Keep empty data empty rather than nil: clients tell a zero-length
-	// buffer from a null one.
-	if n.Data != nil {
-		c.Data = append([]byte{}, n.Data...)
-	}
 	if n.ACL != nil {
 		c.ACL = append([]jute.ACL{}, n.ACL...)
 	}

@@ -621,13 +621,20 @@ func TestNodeEncodeDecode(t *testing.T) {
 	if _, err := DecodeNode(nil); err == nil {
 		t.Errorf("empty node decoded")
 	}
-	// Clone is deep.
+	// Clone copies the ACL (changed in place by setACL's callers) and
+	// shares the data (only ever replaced).
 	n := &Node{Data: []byte("ab"), ACL: OpenACL}
 	c := n.Clone()
-	c.Data[0] = 'z'
 	c.ACL[0].Perms = 0
-	if n.Data[0] != 'a' || n.ACL[0].Perms != jute.PermAll {
-		t.Errorf("Clone shares memory")
+	if n.ACL[0].Perms != jute.PermAll {
+		t.Errorf("Clone shares the ACL")
+	}
+	c.Data = []byte("z")
+	if string(n.Data) != "ab" {
+		t.Errorf("replacing the clone's data changed the original's")
+	}
+	if e := (&Node{Data: []byte{}}).Clone(); e.Data == nil {
+		t.Errorf("Clone made empty data null")
 	}
 }
 

@@ -29,6 +29,13 @@ type cell struct {
 	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
 	resets   atomic.Int64  // states installed from another replica's snapshot
 
+	// localReads: a local read is linearizable, so reads skip the
+	// ReadIndex (reads.go). Set on a standalone member once a ReadIndex
+	// has caught it up after its start: its replica is then the only
+	// voter, it can only be leader, and a write is acknowledged only once
+	// applied here, so the applied state holds every acknowledged write.
+	localReads atomic.Bool
+
 	leaderGen  atomic.Uint64 // bumps on every leader change, for the grace timer
 	servingMu  sync.Mutex
 	servingCh  chan struct{} // closed when a leader becomes known

@@ -171,6 +171,11 @@ func (tc *testCluster) connect(ids ...uint64) (*zk.Conn, <-chan zk.Event) {
 
 func TestClusterReplicatesAndServesOnEveryMember(t *testing.T) {
 	tc := newTestCluster(t, 3)
+	for id, s := range tc.servers {
+		if s.cell.localReads.Load() {
+			t.Fatalf("member %d of an ensemble reads locally: its reads must take a ReadIndex", id)
+		}
+	}
 	c1, _ := tc.connect(1)
 	c2, _ := tc.connect(2)
 	c3, _ := tc.connect(3)

@@ -15,7 +15,9 @@ type ReadMode int
 
 const (
 	// ReadLinearizable serves each read after a Raft ReadIndex: stronger
-	// than ZooKeeper, and the default.
+	// than ZooKeeper, and the default. A standalone member, the only voter
+	// of its shard, reads locally once caught up at start: that is
+	// linearizable there.
 	ReadLinearizable ReadMode = iota
 	// ReadSequential serves reads from the local replica as ZooKeeper does;
 	// sync catches the member up.

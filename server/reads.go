@@ -60,7 +60,10 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*resul
 
 func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result, error), bool) {
 	auth := c.authIDs()
-	linearizable := c.srv.cfg.ReadMode == ReadLinearizable
+	// A standalone member reads locally once caught up: that is
+	// linearizable there (cell.localReads) and saves a round through the
+	// Raft step worker, which may be waiting on an fsync.
+	linearizable := c.srv.cfg.ReadMode == ReadLinearizable && !c.cell.localReads.Load()
 	decode := func(rec jute.Record) error { return jute.Unmarshal(body, rec) }
 	run := func(lin bool, fn func(v raftsm.View, r znode.Reader) *result) func() (*result, error) {
 		// A linearizable read asks for its ReadIndex as it arrives, so that

@@ -165,6 +165,15 @@ func New(cfg Config) (*Server, error) {
 			nh.Close()
 			return nil, err
 		}
+		// One ReadIndex, which waits until the replica has applied every
+		// entry committed before this start (a restart replays the log's
+		// tail); after it local reads are linearizable (cell.localReads).
+		noop := raftsm.ReadFunc(func(raftsm.View) (any, error) { return nil, nil })
+		if _, err := c.read(noop, true); err != nil {
+			nh.Close()
+			return nil, fmt.Errorf("server: first read: %w", err)
+		}
+		c.localReads.Store(true)
 	}
 
 	ln, err := net.Listen("tcp", cfg.ClientAddr)

@@ -21,6 +21,10 @@
 #   -o DIR        keep the JSON results and the table in DIR (default: a
 #                 new directory under ${TMPDIR:-/tmp}, printed at the end)
 #   -k            keep the server data directories and logs
+#   -t ZNODES     also compare a standalone server holding ZNODES znodes of
+#                 100 bytes (scripts/bigtree, built from the working tree):
+#                 RSS per znode and the time from a restart after SIGKILL to
+#                 a served read of the last znode (e.g. -t 1000000)
 #
 # Both servers run with their durability defaults: ZooKeeper forceSync=yes
 # (fsync of the transaction log before acknowledging), zkraft fsyncs its
@@ -46,7 +50,8 @@ repeat=1
 modes="1"
 out=""
 keep=""
-while getopts "d:u:w:s:r:m:o:kh" opt; do
+tree=""
+while getopts "d:u:w:s:r:m:o:t:kh" opt; do
 	case "$opt" in
 	d) duration=$OPTARG ;;
 	u) warmup=$OPTARG ;;
@@ -56,6 +61,7 @@ while getopts "d:u:w:s:r:m:o:kh" opt; do
 	m) modes=$OPTARG ;;
 	o) out=$OPTARG ;;
 	k) keep=1 ;;
+	t) tree=$OPTARG ;;
 	h)
 		sed -n '2,/^set -euo/p' "${BASH_SOURCE[0]}" | sed '$d' | sed 's/^# \{0,1\}//'
 		exit 0
@@ -95,6 +101,7 @@ if [[ -z "$out" ]]; then
 	out="$(mktemp -d "${TMPDIR:-/tmp}/bench-vs-zk-results.XXXXXX")"
 fi
 mkdir -p "$out"
+: >>"$out/loadavg.txt"
 pids=()    # servers we started and have not stopped yet
 bench_pid=""
 
@@ -384,6 +391,22 @@ for mode in $modes; do
 	done
 done
 
+# The tree comparison: scripts/bigtree starts and kills each server itself.
+if [[ -n "$tree" ]]; then
+	for kind in zookeeper zkraft; do
+		log "$kind: tree of $tree znodes (scripts/bigtree)"
+		(cd "$repo_root" && timeout 1800 go run ./scripts/bigtree -n "$tree" -system "$kind") >"$out/tree-$kind.txt" 2>&1 ||
+			log "$kind: bigtree failed (see $out/tree-$kind.txt)"
+	done
+fi
+# tree_figure FILE WHAT: bytes per znode (rss) or restart seconds (restart).
+tree_figure() {
+	case "$2" in
+	rss) sed -n 's/^server RSS with the tree: .*(\([0-9]*\) bytes per znode)$/\1/p' "$1" 2>/dev/null | head -1 ;;
+	restart) sed -n 's/^restart after SIGKILL: serving .* again after \(.*\)$/\1/p' "$1" 2>/dev/null | head -1 ;;
+	esac
+}
+
 # ---------------------------------------------------------------------------
 # The table: per workload the median over the repetitions.
 table="$out/results.md"
@@ -430,6 +453,17 @@ table="$out/results.md"
 			'
 		done
 	done
+	if [[ -n "$tree" ]]; then
+		zb="$(tree_figure "$out/tree-zookeeper.txt" rss)"
+		rb="$(tree_figure "$out/tree-zkraft.txt" rss)"
+		zt="$(tree_figure "$out/tree-zookeeper.txt" restart)"
+		rt="$(tree_figure "$out/tree-zkraft.txt" restart)"
+		ratio="-"
+		if [[ -n "$zb" && -n "$rb" ]]; then
+			ratio="$(awk -v z="$zb" -v r="$rb" 'BEGIN { printf "%.2f", r / z }')"
+		fi
+		echo "| 1 | tree of $tree znodes | ${zb:--} B RSS per znode | ${rb:--} B RSS per znode | $ratio | - | - | - | restart after SIGKILL to a served read: ZooKeeper ${zt:--}, zkraft ${rt:--} |"
+	fi
 } >"$table"
 
 loads="$(awk '{print $6}' "$out/loadavg.txt" | sort -n | sed -n '1p;$p' | paste -sd' ')"

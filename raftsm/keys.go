@@ -118,6 +118,7 @@ type pebbleKV struct {
 	r     reader
 	w     writer
 	cache *nodeCache
+	kids  *childCache // child lists (childcache.go); Update's and Lookup's
 }
 
 var _ znode.KV = pebbleKV{}
@@ -164,6 +165,7 @@ func (kv pebbleKV) Put(path string, n *znode.Node) error {
 		return err
 	}
 	kv.cache.put(path, v)
+	kv.kids.added(path)
 	return nil
 }
 
@@ -175,6 +177,7 @@ func (kv pebbleKV) Delete(path string) error {
 		return err
 	}
 	kv.cache.put(path, nil)
+	kv.kids.removed(path)
 	return nil
 }
 
@@ -194,6 +197,17 @@ func (kv pebbleKV) sweepPaths() ([]string, error) {
 }
 
 func (kv pebbleKV) Children(path string) ([]string, error) {
+	if names, ok := kv.kids.get(path); ok {
+		return names, nil
+	}
+	names, err := kv.listChildren(path)
+	if err == nil {
+		kv.kids.fill(path, names)
+	}
+	return names, err
+}
+
+func (kv pebbleKV) listChildren(path string) ([]string, error) {
 	lo, hi := childrenBounds(path)
 	it := kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	var out []string

@@ -45,8 +45,9 @@ func TestNodeCacheEvictsToBudget(t *testing.T) {
 func TestNodeCacheMatchesUncached(t *testing.T) {
 	cached := newHarness(t, t.TempDir())
 	cached.sm.mu.nodes = newNodeCache(4 << 10)
+	cached.sm.mu.kids = newChildCache(12) // a few lists at a time: evicted and refilled
 	plain := newHarness(t, t.TempDir())
-	plain.sm.mu.nodes = nil
+	plain.sm.mu.nodes, plain.sm.mu.kids = nil, nil
 
 	rng := rand.New(rand.NewPCG(1, 2))
 	paths := []string{"/a", "/a/b", "/a/c", "/d", "/d/e", "/zookeeper/quota/a", "/zookeeper/quota/a/zookeeper_limits", "/zookeeper/quota/a/zookeeper_stats"}
@@ -92,9 +93,26 @@ func TestNodeCacheMatchesUncached(t *testing.T) {
 				t.Fatalf("reply %+v with the cache, %+v without", got[i], want[i])
 			}
 		}
+		// Child lists through Lookup: the cached state machine answers from
+		// (and fills) its child cache.
+		for _, parent := range []string{"/", "/a", "/d", "/zookeeper/quota", "/zookeeper/quota/a"} {
+			list := func(h *harness) string {
+				return fmt.Sprint(h.view(func(v View) (any, error) { return v.Tree().Children(parent) }))
+			}
+			if g, w := list(cached), list(plain); g != w {
+				t.Fatalf("children of %s: %s with the cache, %s without", parent, g, w)
+			}
+		}
 	}
 	if got, want := cached.dump(), plain.dump(); !slices.Equal(got, want) {
 		t.Fatalf("stores differ:\n%v\n%v", got, want)
+	}
+	// Every cached child list is what Pebble holds.
+	for parent, e := range cached.sm.mu.kids.m {
+		stored, err := pebbleKV{r: cached.sm.mu.db}.listChildren(parent)
+		if err != nil || fmt.Sprint(stored) != fmt.Sprint(e.names) {
+			t.Errorf("children of %s: cached %v, stored %v (%v)", parent, e.names, stored, err)
+		}
 	}
 	// Every cached value is what Pebble holds.
 	c := cached.sm.mu.nodes
@@ -112,12 +130,19 @@ func TestNodeCacheMatchesUncached(t *testing.T) {
 func TestNodeCacheDroppedWithFailedUpdate(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	h.apply(createSession(1, 30000))
+	children := func() string {
+		return fmt.Sprint(h.view(func(v View) (any, error) { return v.Tree().Children("/") }))
+	}
+	before := children() // cached from here on
 	entries := []sm.Entry{
 		{Index: h.index + 1, Cmd: EncodeCommand(create(1, "/x", 0))},
 		{Index: h.index + 2, Cmd: []byte{0xff, 0xff}},
 	}
 	if _, err := h.sm.Update(entries); err == nil {
 		t.Fatal("Update with an undecodable entry succeeded")
+	}
+	if after := children(); after != before {
+		t.Fatalf("children of / after the failed Update: %s, want %s", after, before)
 	}
 	if r := h.apply1(create(1, "/x", 0)); r.Err != jute.ErrOK {
 		t.Fatalf("create /x after the failed Update: %v, want OK (the failed batch's create must be gone)", r.Err)

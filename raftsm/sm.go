@@ -113,6 +113,7 @@ type StateMachine struct {
 		zxid     int64
 		sessions map[int64]*cachedSession // every stored session (apply.go)
 		nodes    *nodeCache                // recent nodes, for Update only (nodecache.go)
+		kids     *childCache               // recent child lists (childcache.go)
 	}
 }
 
@@ -133,12 +134,16 @@ func New(cfg Config, shardID, replicaID uint64) *StateMachine {
 		s.histMax = 100000
 	}
 	s.mu.nodes = newNodeCache(nodeCacheBytes)
+	s.mu.kids = newChildCache(childCacheNames)
 	return s
 }
 
 // nodeCacheBytes bounds the apply path's node cache: the hot part of most
 // trees, and a small share of the memory a large tree takes.
 const nodeCacheBytes = 32 << 20
+
+// childCacheNames bounds the child-list cache (names held; about 10 MB).
+const childCacheNames = 256 << 10
 
 func pebbleOptions() *pebble.Options {
 	return &pebble.Options{
@@ -159,6 +164,7 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	defer s.mu.Unlock()
 	s.mu.db = db
 	s.mu.nodes.reset()
+	s.mu.kids.reset()
 	v, err := getValue(db, keyApplied)
 	if err != nil {
 		return 0, err
@@ -241,10 +247,11 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	committed := false
 	defer func() {
 		if !committed {
-			s.mu.nodes.reset() // it holds the batch's writes
+			s.mu.nodes.reset() // they hold the batch's writes
+			s.mu.kids.reset()
 		}
 	}()
-	a := applier{kv: pebbleKV{r: b, w: b, cache: s.mu.nodes}, opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
+	a := applier{kv: pebbleKV{r: b, w: b, cache: s.mu.nodes, kids: s.mu.kids}, opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
 	var now int64
@@ -402,7 +409,7 @@ func (s *StateMachine) Lookup(query any) (any, error) {
 	if s.mu.db == nil {
 		return nil, ErrClosed
 	}
-	return fn(View{kv: pebbleKV{r: s.mu.db}, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied})
+	return fn(View{kv: pebbleKV{r: s.mu.db, kids: s.mu.kids}, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied})
 }
 
 // Sync makes everything applied so far durable.

@@ -85,6 +85,7 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		return ErrClosed
 	}
 	s.mu.nodes.reset()
+	s.mu.kids.reset()
 	b := db.NewBatch()
 	if err := b.DeleteRange([]byte{0}, []byte{0xff}, nil); err != nil {
 		return err

@@ -82,6 +82,7 @@ func main() {
 			cmd = exec.Command("java", "-Xmx1000m", "-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar",
 				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
 		}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // the server dies with us, even on a panic
 		if err := cmd.Start(); err != nil {
 			panic(err)
 		}

@@ -441,6 +441,21 @@ func TestClusterObserverAndReconfig(t *testing.T) {
 	tc.mu.Lock()
 	tc.servers[5] = s5
 	tc.mu.Unlock()
+	// Connect once the new member has caught up with the log. Before that
+	// it may not know the leader yet (a handshake then gives up after the
+	// grace period) or may install a snapshot (which closes its clients):
+	// under -race and load, a read sent that early once met a closed
+	// connection.
+	_, seen, err := admin.Exists("/seen")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); s5.lastZxid() < seen.Mzxid; {
+		if time.Now().After(deadline) {
+			t.Fatalf("member 5 at zxid %#x, /seen written at %#x", s5.lastZxid(), seen.Mzxid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	c5, _ := tc.connect(5)
 	if data, _, err := c5.Get("/seen"); err != nil || string(data) != "x" {
 		t.Fatalf("new member read: %q, %v", data, err)

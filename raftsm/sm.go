@@ -112,8 +112,8 @@ type StateMachine struct {
 		applied  uint64
 		zxid     int64
 		sessions map[int64]*cachedSession // every stored session (apply.go)
-		nodes    *nodeCache                // recent nodes, for Update only (nodecache.go)
-		kids     *childCache               // recent child lists (childcache.go)
+		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
+		kids     *childCache              // recent child lists (childcache.go)
 	}
 }
 

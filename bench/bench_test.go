@@ -8,12 +8,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/server"
 )
@@ -21,12 +21,7 @@ import (
 // startServer starts an in-process zkraft and returns its client address.
 func startServer(t testing.TB) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raftAddr := ln.Addr().String()
-	ln.Close()
+	raftAddr := freeport.Addr(t)
 	srv, err := server.New(server.Config{
 		ClientAddr: "127.0.0.1:0",
 		RaftAddr:   raftAddr,

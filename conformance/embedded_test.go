@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -44,11 +44,4 @@ func startEmbedded(dataDir string) (addr string, stop func(), err error) {
 	return srv.Addr().String(), func() { srv.Close() }, nil
 }
 
-func freePort() (int, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port, nil
-}
+func freePort() (int, error) { return freeport.Get() }

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/freeport"
 )
 
 // member is one zkraft process of the ensemble under test.
@@ -65,12 +67,7 @@ func buildBinary(t *testing.T, dir string) string {
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return freeport.Port(t)
 }
 
 // newCluster writes the configs of n members. With lab set, member i runs

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	rwatch "github.com/zkraft/zkraft/compat/resumable"
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/raftsm"
 )
 
@@ -34,12 +34,7 @@ type testCluster struct {
 
 func freeAddr(t *testing.T) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().String()
+	return freeport.Addr(t)
 }
 
 func testLogger(t *testing.T, id uint64) *slog.Logger {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/freeport"
 )
 
 // TestCrashKeepsAcknowledgedWrites starts the real binary, streams writes
@@ -148,10 +150,5 @@ func startBinary(t *testing.T, bin, dataDir, clientAddr, raftAddr string) *exec.
 
 func freePort(t *testing.T) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return freeport.Port(t)
 }

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/freeport"
 )
 
 // Jar is the Apache ZooKeeper 3.8 jar of the Debian package.
@@ -77,12 +79,7 @@ type Config struct {
 // FreePort returns a loopback port nobody listens on right now.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	return freeport.Port(t)
 }
 
 // Start starts a standalone ZooKeeper on a free loopback port and waits

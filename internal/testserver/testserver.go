@@ -6,10 +6,10 @@ package testserver
 import (
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"testing"
 
+	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -18,12 +18,7 @@ import (
 // stderr when ZKRAFT_TEST_LOG is set.
 func Start(t testing.TB, tweak ...func(*server.Config)) string {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	raft := ln.Addr().String()
-	ln.Close()
+	raft := freeport.Addr(t)
 	var out io.Writer = io.Discard
 	if os.Getenv("ZKRAFT_TEST_LOG") != "" {
 		out = os.Stderr

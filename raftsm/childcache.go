@@ -25,21 +25,12 @@ import (
 // failed Update) drops it whole.
 type childCache struct {
 	mu        sync.Mutex
-	max, used int // names held, bounded by max
-	m         map[string]*childEntry
-	lru       childEntry // ring sentinel: lru.next is the most recent
-}
-
-type childEntry struct {
-	parent     string
-	names      []string // sorted
-	prev, next *childEntry
+	max, used int // names held (and one per list), bounded by max
+	lists     *lru[[]string]
 }
 
 func newChildCache(maxNames int) *childCache {
-	c := &childCache{max: maxNames, m: map[string]*childEntry{}}
-	c.lru.next, c.lru.prev = &c.lru, &c.lru
-	return c
+	return &childCache{max: maxNames, lists: newLRU[[]string]()}
 }
 
 // get returns a copy of parent's child names and whether they are cached.
@@ -49,12 +40,11 @@ func (c *childCache) get(parent string) ([]string, bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[parent]
+	e, ok := c.lists.get(parent)
 	if !ok {
 		return nil, false
 	}
-	c.touch(e)
-	return slices.Clone(e.names), true
+	return slices.Clone(e.val), true
 }
 
 // fill records parent's child names as just listed from the store (sorted).
@@ -64,15 +54,12 @@ func (c *childCache) fill(parent string, names []string) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[parent]; ok {
-		c.used += len(names) - len(e.names)
-		e.names = slices.Clone(names)
-		c.touch(e)
+	if e, ok := c.lists.get(parent); ok {
+		c.used += len(names) - len(e.val)
+		e.val = slices.Clone(names)
 	} else {
-		e = &childEntry{parent: parent, names: slices.Clone(names)}
-		c.m[parent] = e
+		c.lists.add(parent, slices.Clone(names))
 		c.used += len(names) + 1
-		c.pushFront(e)
 	}
 	c.evict()
 }
@@ -86,15 +73,15 @@ func (c *childCache) added(path string) {
 	name := znode.Base(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	e, ok := c.m[parent]
+	e, ok := c.lists.peek(parent)
 	if !ok {
 		return
 	}
-	i, found := slices.BinarySearch(e.names, name)
+	i, found := slices.BinarySearch(e.val, name)
 	if found {
 		return
 	}
-	e.names = slices.Insert(e.names, i, name)
+	e.val = slices.Insert(e.val, i, name)
 	c.used++
 	c.evict()
 }
@@ -108,15 +95,15 @@ func (c *childCache) removed(path string) {
 	name := znode.Base(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.m[path]; ok { // the node's own list: it has no children
+	if e, ok := c.lists.peek(path); ok { // the node's own list: it has no children
 		c.drop(e)
 	}
-	e, ok := c.m[parent]
+	e, ok := c.lists.peek(parent)
 	if !ok {
 		return
 	}
-	if i, found := slices.BinarySearch(e.names, name); found {
-		e.names = slices.Delete(e.names, i, i+1)
+	if i, found := slices.BinarySearch(e.val, name); found {
+		e.val = slices.Delete(e.val, i, i+1)
 		c.used--
 	}
 }
@@ -128,33 +115,21 @@ func (c *childCache) reset() {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	clear(c.m)
+	c.lists.clear()
 	c.used = 0
-	c.lru.next, c.lru.prev = &c.lru, &c.lru
 }
 
 func (c *childCache) evict() {
-	for c.used > c.max && c.lru.prev != &c.lru {
-		c.drop(c.lru.prev)
+	for c.used > c.max {
+		old := c.lists.oldest()
+		if old == nil {
+			return
+		}
+		c.drop(old)
 	}
 }
 
-func (c *childCache) drop(e *childEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	delete(c.m, e.parent)
-	c.used -= len(e.names) + 1
-}
-
-func (c *childCache) touch(e *childEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-	c.pushFront(e)
-}
-
-func (c *childCache) pushFront(e *childEntry) {
-	e.prev = &c.lru
-	e.next = c.lru.next
-	c.lru.next.prev = e
-	c.lru.next = e
+func (c *childCache) drop(e *lruEntry[[]string]) {
+	c.lists.remove(e)
+	c.used -= len(e.val) + 1
 }

@@ -18,14 +18,7 @@ package raftsm
 // value), since a create first looks up the path it creates.
 type nodeCache struct {
 	max, used int
-	m         map[string]*cacheEntry
-	lru       cacheEntry // ring sentinel: lru.next is the most recent
-}
-
-type cacheEntry struct {
-	path       string
-	val        []byte // nil: no such node
-	prev, next *cacheEntry
+	entries   *lru[[]byte] // nil value: no such node
 }
 
 // entryOverhead approximates the bytes an entry costs beside its path and
@@ -33,9 +26,7 @@ type cacheEntry struct {
 const entryOverhead = 96
 
 func newNodeCache(maxBytes int) *nodeCache {
-	c := &nodeCache{max: maxBytes, m: map[string]*cacheEntry{}}
-	c.lru.next, c.lru.prev = &c.lru, &c.lru
-	return c
+	return &nodeCache{max: maxBytes, entries: newLRU[[]byte]()}
 }
 
 // get returns the cached value of path and whether it was cached. A nil
@@ -44,12 +35,10 @@ func (c *nodeCache) get(path string) ([]byte, bool) {
 	if c == nil {
 		return nil, false
 	}
-	e, ok := c.m[path]
+	e, ok := c.entries.get(path)
 	if !ok {
 		return nil, false
 	}
-	c.unlink(e)
-	c.pushFront(e)
 	return e.val, true
 }
 
@@ -59,22 +48,20 @@ func (c *nodeCache) put(path string, val []byte) {
 	if c == nil {
 		return
 	}
-	if e, ok := c.m[path]; ok {
+	if e, ok := c.entries.get(path); ok {
 		c.used += len(val) - len(e.val)
 		e.val = val
-		c.unlink(e)
-		c.pushFront(e)
 	} else {
-		e = &cacheEntry{path: path, val: val}
-		c.m[path] = e
+		c.entries.add(path, val)
 		c.used += len(path) + len(val) + entryOverhead
-		c.pushFront(e)
 	}
-	for c.used > c.max && c.lru.prev != &c.lru {
-		old := c.lru.prev
-		c.unlink(old)
-		delete(c.m, old.path)
-		c.used -= len(old.path) + len(old.val) + entryOverhead
+	for c.used > c.max {
+		old := c.entries.oldest()
+		if old == nil {
+			break
+		}
+		c.entries.remove(old)
+		c.used -= len(old.key) + len(old.val) + entryOverhead
 	}
 }
 
@@ -83,19 +70,6 @@ func (c *nodeCache) reset() {
 	if c == nil {
 		return
 	}
-	clear(c.m)
+	c.entries.clear()
 	c.used = 0
-	c.lru.next, c.lru.prev = &c.lru, &c.lru
-}
-
-func (c *nodeCache) unlink(e *cacheEntry) {
-	e.prev.next = e.next
-	e.next.prev = e.prev
-}
-
-func (c *nodeCache) pushFront(e *cacheEntry) {
-	e.prev = &c.lru
-	e.next = c.lru.next
-	c.lru.next.prev = e
-	c.lru.next = e
 }

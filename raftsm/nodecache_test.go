@@ -17,8 +17,8 @@ func TestNodeCacheEvictsToBudget(t *testing.T) {
 	for i := range 10 {
 		c.put(fmt.Sprintf("/%d", i), make([]byte, 10))
 	}
-	if len(c.m) != 3 || c.used > c.max {
-		t.Fatalf("%d entries, %d bytes used of %d", len(c.m), c.used, c.max)
+	if c.entries.len() != 3 || c.used > c.max {
+		t.Fatalf("%d entries, %d bytes used of %d", c.entries.len(), c.used, c.max)
 	}
 	for _, p := range []string{"/7", "/8", "/9"} {
 		if _, ok := c.get(p); !ok {
@@ -108,15 +108,15 @@ func TestNodeCacheMatchesUncached(t *testing.T) {
 		t.Fatalf("stores differ:\n%v\n%v", got, want)
 	}
 	// Every cached child list is what Pebble holds.
-	for parent, e := range cached.sm.mu.kids.m {
+	for parent, e := range cached.sm.mu.kids.lists.m {
 		stored, err := pebbleKV{r: cached.sm.mu.db}.listChildren(parent)
-		if err != nil || fmt.Sprint(stored) != fmt.Sprint(e.names) {
-			t.Errorf("children of %s: cached %v, stored %v (%v)", parent, e.names, stored, err)
+		if err != nil || fmt.Sprint(stored) != fmt.Sprint(e.val) {
+			t.Errorf("children of %s: cached %v, stored %v (%v)", parent, e.val, stored, err)
 		}
 	}
 	// Every cached value is what Pebble holds.
 	c := cached.sm.mu.nodes
-	for p, e := range c.m {
+	for p, e := range c.entries.m {
 		v, err := getValue(cached.sm.mu.db, nodeKey(p))
 		if err != nil || !slices.Equal(v, e.val) || (v == nil) != (e.val == nil) {
 			t.Errorf("%s: cached %x, stored %x (%v)", p, e.val, v, err)

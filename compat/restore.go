@@ -281,7 +281,33 @@ func (r *restorer) replay(info *SnapshotInfo, logs []zxidFile) error {
 	if r.snapDigest != nil {
 		r.warnf("the transactions end at %#x, before %#x, the zxid of the snapshot's digest: it was not checked", r.t.Zxid, r.snapDigest.Zxid)
 	}
+	r.forgiveFuzzySnapshotDigest(info)
 	return nil
+}
+
+// forgiveFuzzySnapshotDigest turns a mismatch of the snapshot's own digest
+// into a warning when the snapshot was fuzzy and a later recorded digest
+// matched. ZooKeeper writes the digest of the last zxid it had fully
+// applied once the tree is written, and the tree it wrote may already hold
+// part of the next transaction (the replay then meets a result ZooKeeper
+// ignores): the two differ, and ZooKeeper itself only logs it. The later
+// match vouches for the restored tree.
+func (r *restorer) forgiveFuzzySnapshotDigest(info *SnapshotInfo) {
+	res := r.res
+	last := res.LastDigestCheck
+	if info.Digest == nil || res.Ignored == 0 || len(res.DigestMismatches) == 0 ||
+		last == nil || last.Recorded != last.Computed || last.Zxid <= info.Digest.Zxid {
+		return
+	}
+	m := res.DigestMismatches[0]
+	if m.Zxid != info.Digest.Zxid {
+		return
+	}
+	res.DigestMismatches = res.DigestMismatches[1:]
+	if len(res.DigestMismatches) == 0 {
+		res.DigestMismatches = nil
+	}
+	r.warnf("the snapshot's digest (zxid %#x) differs from the tree it holds, which is fuzzy (%d replayed transactions were already in it); the digest recorded at %#x matches the replayed tree", m.Zxid, res.Ignored, last.Zxid)
 }
 
 // apply is FileTxnSnapLog.processTransaction followed by the digest checks

@@ -69,3 +69,39 @@ func TestRestoreFixtures(t *testing.T) {
 		})
 	}
 }
+
+// TestFuzzySnapshotDigestForgiven: a mismatch of the snapshot's own digest
+// becomes a warning only when the snapshot was fuzzy and a later recorded
+// digest matched the replayed tree.
+func TestFuzzySnapshotDigestForgiven(t *testing.T) {
+	snap := &SnapshotInfo{Zxid: 0xff, Digest: &ZxidDigest{Zxid: 0xff, Version: DigestVersion, Digest: 1}}
+	mismatch := DigestCheck{Zxid: 0xff, Recorded: 1, Computed: 2}
+	for _, c := range []struct {
+		name    string
+		ignored int
+		last    DigestCheck
+		forgive bool
+	}{
+		{"fuzzy, later digest matches", 1, DigestCheck{Zxid: 0x13e, Recorded: 7, Computed: 7}, true},
+		{"not fuzzy", 0, DigestCheck{Zxid: 0x13e, Recorded: 7, Computed: 7}, false},
+		{"later digest differs too", 1, DigestCheck{Zxid: 0x13e, Recorded: 7, Computed: 8}, false},
+		{"no later digest", 1, mismatch, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			last := c.last
+			res := &Restored{Ignored: c.ignored, DigestMismatches: []DigestCheck{mismatch}, LastDigestCheck: &last}
+			if last.Recorded != last.Computed && last.Zxid != mismatch.Zxid {
+				res.DigestMismatches = append(res.DigestMismatches, last)
+			}
+			r := &restorer{res: res}
+			r.forgiveFuzzySnapshotDigest(snap)
+			forgiven := len(res.DigestMismatches) == 0 || res.DigestMismatches[0] != mismatch
+			if forgiven != c.forgive {
+				t.Fatalf("forgiven %v, want %v (mismatches %v, warnings %q)", forgiven, c.forgive, res.DigestMismatches, res.Warnings)
+			}
+			if forgiven && len(res.Warnings) != 1 {
+				t.Fatalf("forgiven without a warning: %q", res.Warnings)
+			}
+		})
+	}
+}

@@ -66,45 +66,42 @@ func (c *childCache) fill(parent string, names []string) {
 
 // added records that path exists (Update, after a Put).
 func (c *childCache) added(path string) {
-	if c == nil || path == "/" {
-		return
-	}
-	parent, _ := znode.Parent(path)
-	name := znode.Base(path)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.lists.peek(parent)
-	if !ok {
-		return
-	}
-	i, found := slices.BinarySearch(e.val, name)
-	if found {
-		return
-	}
-	e.val = slices.Insert(e.val, i, name)
-	c.used++
-	c.evict()
+	c.edit(path, false, func(e *lruEntry[[]string], name string) {
+		i, found := slices.BinarySearch(e.val, name)
+		if !found {
+			e.val = slices.Insert(e.val, i, name)
+			c.used++
+			c.evict()
+		}
+	})
 }
 
-// removed records that path is gone (Update, after a Delete).
+// removed records that path is gone (Update, after a Delete). The node's
+// own list is dropped too, to free it: it was empty (a node with children
+// is not deleted), and a node created again at path starts empty as well.
 func (c *childCache) removed(path string) {
+	c.edit(path, true, func(e *lruEntry[[]string], name string) {
+		if i, found := slices.BinarySearch(e.val, name); found {
+			e.val = slices.Delete(e.val, i, i+1)
+			c.used--
+		}
+	})
+}
+
+// edit runs fn on the cached list of path's parent, if there is one, with
+// path's name; with dropOwn, path's own list is dropped first.
+func (c *childCache) edit(path string, dropOwn bool, fn func(parent *lruEntry[[]string], name string)) {
 	if c == nil || path == "/" {
 		return
 	}
 	parent, _ := znode.Parent(path)
-	name := znode.Base(path)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.lists.peek(path); ok { // the node's own list: it has no children
+	if e, ok := c.lists.peek(path); ok && dropOwn {
 		c.drop(e)
 	}
-	e, ok := c.lists.peek(parent)
-	if !ok {
-		return
-	}
-	if i, found := slices.BinarySearch(e.val, name); found {
-		e.val = slices.Delete(e.val, i, i+1)
-		c.used--
+	if e, ok := c.lists.peek(parent); ok {
+		fn(e, znode.Base(path))
 	}
 }
 

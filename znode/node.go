@@ -119,25 +119,18 @@ func (n *Node) Decode(r *jute.Reader) {
 var _ jute.Record = (*Node)(nil)
 
 // DecodeNode decodes a stored node and checks its record version.
-func DecodeNode(b []byte) (*Node, error) {
-	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
-		return nil, ErrCorruptNode
-	}
-	n := new(Node)
-	if err := jute.Unmarshal(b, n); err != nil {
-		return nil, fmt.Errorf("%w: %w", ErrCorruptNode, err)
-	}
-	return n, nil
-}
+func DecodeNode(b []byte) (*Node, error) { return decodeNode(b, jute.Unmarshal) }
 
 // DecodeNodeShared is DecodeNode with the node's Data aliasing b, which
 // must not change while the node is in use.
-func DecodeNodeShared(b []byte) (*Node, error) {
+func DecodeNodeShared(b []byte) (*Node, error) { return decodeNode(b, jute.UnmarshalShared) }
+
+func decodeNode(b []byte, unmarshal func([]byte, jute.Record) error) (*Node, error) {
 	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
 		return nil, ErrCorruptNode
 	}
 	n := new(Node)
-	if err := jute.UnmarshalShared(b, n); err != nil {
+	if err := unmarshal(b, n); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptNode, err)
 	}
 	return n, nil

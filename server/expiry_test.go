@@ -11,16 +11,7 @@ import (
 // expires after the member restarts (the restarted leader's view of
 // keep-alives starts at its applied index), and one kept alive survives.
 func TestSessionExpiresAfterRestart(t *testing.T) {
-	dir := t.TempDir()
-	raft := freeAddr(t)
-	start := func() *Server {
-		s, err := New(Config{ClientAddr: "127.0.0.1:0", RaftAddr: raft, DataDir: dir, TickTime: 250 * time.Millisecond,
-			Logger: testLogger(t, 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s
-	}
+	start := restartable(t)
 	s := start()
 	const gone, kept = int64(0x0100000000000077), int64(0x0100000000000078)
 	for _, id := range []int64{gone, kept} {
@@ -56,5 +47,21 @@ func TestSessionExpiresAfterRestart(t *testing.T) {
 	}
 	if !exists(kept) {
 		t.Fatal("the kept-alive session expired")
+	}
+}
+
+// restartable returns a function that starts a standalone member on the
+// same data dir and Raft address each time, for tests that restart it.
+func restartable(t *testing.T) func() *Server {
+	dir := t.TempDir()
+	raft := freeAddr(t)
+	return func() *Server {
+		t.Helper()
+		s, err := New(Config{ClientAddr: "127.0.0.1:0", RaftAddr: raft, DataDir: dir, TickTime: 250 * time.Millisecond,
+			Logger: testLogger(t, 1)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
 	}
 }

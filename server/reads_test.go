@@ -12,14 +12,9 @@ import (
 // without a ReadIndex once it has caught up at start, and a restart on the
 // same data serves every acknowledged write to the first read.
 func TestStandaloneReadsLocallyAfterRestart(t *testing.T) {
-	dir := t.TempDir()
-	raft := freeAddr(t)
+	restart := restartable(t)
 	start := func() *Server {
-		s, err := New(Config{ClientAddr: "127.0.0.1:0", RaftAddr: raft, DataDir: dir, TickTime: 250 * time.Millisecond,
-			Logger: testLogger(t, 1)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		s := restart()
 		if !s.cell.localReads.Load() {
 			t.Fatal("a standalone member that has caught up still reads through ReadIndex")
 		}

@@ -50,7 +50,14 @@ func newTestCluster(t *testing.T, n int) *testCluster {
 
 func newTestClusterSnap(t *testing.T, n int, snapEvery uint64) *testCluster {
 	t.Helper()
-	tc := &testCluster{t: t, servers: map[uint64]*Server{}, snapEvery: snapEvery}
+	return newTestClusterWith(t, n, snapEvery, nil)
+}
+
+// newTestClusterWith starts n members, tweak adjusting each config, and
+// waits for a leader.
+func newTestClusterWith(t *testing.T, n int, snapEvery uint64, tweak func(*Config)) *testCluster {
+	t.Helper()
+	tc := &testCluster{t: t, servers: map[uint64]*Server{}, snapEvery: snapEvery, tweak: tweak}
 	base := t.TempDir()
 	for i := 1; i <= n; i++ {
 		tc.members = append(tc.members, Member{

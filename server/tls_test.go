@@ -13,9 +13,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -208,31 +206,9 @@ func TestTLSClientPortAndX509(t *testing.T) {
 // replicate.
 func TestQuorumTLS(t *testing.T) {
 	pki := newTestPKI(t)
-	tc := &testCluster{t: t, servers: map[uint64]*Server{}, tweak: func(c *Config) {
+	tc := newTestClusterWith(t, 3, 0, func(c *Config) {
 		c.TLS = TLSConfig{Quorum: true, QuorumCertFile: pki.memberPEM, QuorumCAFile: pki.caFile}
-	}}
-	base := t.TempDir()
-	for i := 1; i <= 3; i++ {
-		tc.members = append(tc.members, Member{ID: uint64(i), RaftAddr: freeAddr(t), ElectionAddr: freeAddr(t), ClientAddr: freeAddr(t)})
-		tc.dirs = append(tc.dirs, filepath.Join(base, strconv.Itoa(i)))
-	}
-	var wg sync.WaitGroup
-	for _, m := range tc.members {
-		wg.Add(1)
-		go func(id uint64) {
-			defer wg.Done()
-			tc.start(id)
-		}(m.ID)
-	}
-	wg.Wait()
-	t.Cleanup(func() {
-		tc.mu.Lock()
-		defer tc.mu.Unlock()
-		for _, s := range tc.servers {
-			s.Close()
-		}
 	})
-	tc.waitLeader(20 * time.Second)
 	c, _ := tc.connect(1)
 	if _, err := c.Create("/q", []byte("tls"), 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatal(err)

@@ -55,9 +55,19 @@ func fourLW(t *testing.T, addr, word string) string {
 	return string(b)
 }
 
+// connectZK opens a go-zookeeper session and waits for it.
 func connectZK(t *testing.T, addr string) *zk.Conn {
 	t.Helper()
-	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	return connectZKDial(t, addr, nil)
+}
+
+// connectZKDial is connectZK through dial (nil: the default dialer).
+func connectZKDial(t *testing.T, addr string, dial zk.Dialer) *zk.Conn {
+	t.Helper()
+	if dial == nil {
+		dial = net.DialTimeout
+	}
+	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithDialer(dial), zk.WithLogInfo(false))
 	if err != nil {
 		t.Fatal(err)
 	}

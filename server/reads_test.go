@@ -3,7 +3,6 @@ package server
 import (
 	"fmt"
 	"testing"
-	"time"
 
 	"github.com/go-zookeeper/zk"
 )
@@ -20,13 +19,7 @@ func TestStandaloneReadsLocallyAfterRestart(t *testing.T) {
 		}
 		return s
 	}
-	connect := func(s *Server) *zk.Conn {
-		c, _, err := zk.Connect([]string{s.Addr().String()}, 10*time.Second, zk.WithLogInfo(false))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return c
-	}
+	connect := func(s *Server) *zk.Conn { return connectZK(t, s.Addr().String()) }
 	s := start()
 	c := connect(s)
 	const n = 250

@@ -100,26 +100,7 @@ func connectTLS(t *testing.T, addr string, cfg *tls.Config) *zk.Conn {
 	dialer := func(network, address string, timeout time.Duration) (net.Conn, error) {
 		return tls.DialWithDialer(&net.Dialer{Timeout: timeout}, network, address, cfg)
 	}
-	c, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithDialer(dialer), zk.WithLogInfo(false))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(c.Close)
-	timeout := time.After(10 * time.Second)
-	for {
-		select {
-		case e := <-ev:
-			if e.State == zk.StateHasSession {
-				go func() {
-					for range ev {
-					}
-				}()
-				return c
-			}
-		case <-timeout:
-			t.Fatal("no session over TLS")
-		}
-	}
+	return connectZKDial(t, addr, dialer)
 }
 
 func TestTLSClientPortAndX509(t *testing.T) {

@@ -16,7 +16,7 @@ import (
 type applier struct {
 	index  uint64                   // Raft index of the entry being applied
 	sess   map[int64]*cachedSession // the state machine's session cache
-	kv     pebbleKV
+	kv     storeKV
 	opts   znode.Options
 	zxid   int64
 	events []Event

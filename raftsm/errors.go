@@ -18,4 +18,9 @@ var (
 	ErrImportMismatch = errors.New("raftsm: this replica's imported state differs from the ensemble's")
 	// ErrUnknownQuery means Lookup was given a query of the wrong type.
 	ErrUnknownQuery = errors.New("raftsm: unknown query type")
+	// ErrNotLocked means a ReadFunc asked for what only a LockedReadFunc
+	// may have (an iterator that outlives the query).
+	ErrNotLocked = errors.New("raftsm: needs a LockedReadFunc")
+	// ErrBadFormat means a store's key layout version is unknown.
+	ErrBadFormat = errors.New("raftsm: unknown store format")
 )

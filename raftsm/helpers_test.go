@@ -122,6 +122,16 @@ func (h *harness) view(fn func(v View) (any, error)) any {
 	return out
 }
 
+// viewLocked is view with a LockedReadFunc.
+func (h *harness) viewLocked(fn func(v View) (any, error)) any {
+	h.t.Helper()
+	out, err := h.sm.Lookup(LockedReadFunc(fn))
+	if err != nil {
+		h.t.Fatalf("Lookup: %v", err)
+	}
+	return out
+}
+
 func (h *harness) zxid() int64 {
 	return h.view(func(v View) (any, error) { return v.Zxid(), nil }).(int64)
 }

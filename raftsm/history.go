@@ -206,7 +206,7 @@ func (s *StateMachine) trimHistory(b *pebble.Batch, count, now int64) (int64, er
 }
 
 // HistoryFloor is the zxid after which every change is retained.
-func (v View) HistoryFloor() (int64, error) { return getInt64(v.kv.r, keyHistFloor) }
+func (v View) HistoryFloor() (int64, error) { return getInt64(v.tree.r, keyHistFloor) }
 
 // History is a consistent iterator over retained changes, valid after the
 // ReadFunc that opened it returns; Close releases it.
@@ -217,10 +217,15 @@ type History struct {
 }
 
 // HistoryAfter opens an iterator over the changes with zxid > from, as of
-// this view. The caller checks from against HistoryFloor first.
+// this view. The caller checks from against HistoryFloor first. Only a
+// LockedReadFunc's view may open one: the iterator outlives the query, and
+// only under the lock is the store the view's state.
 func (v View) HistoryAfter(from int64) (*History, error) {
 	if v.db == nil {
 		return nil, ErrClosed
+	}
+	if !v.locked {
+		return nil, ErrNotLocked
 	}
 	snap := v.db.NewSnapshot()
 	lo := historyKey(from+1, 0)

@@ -10,7 +10,7 @@ import (
 
 func historyOf(t *testing.T, h *harness, from int64) (floor int64, evs []HistoryEvent) {
 	t.Helper()
-	h.view(func(v View) (any, error) {
+	h.viewLocked(func(v View) (any, error) {
 		var err error
 		if floor, err = v.HistoryFloor(); err != nil {
 			return nil, err

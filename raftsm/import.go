@@ -84,11 +84,11 @@ var keyImportChecked = []byte("m:import-checked")
 // ImportRecord is the stored import record and whether the ensemble has
 // compared it yet; nil when the state was not imported.
 func (v View) ImportRecord() (record []byte, checked bool, err error) {
-	record, err = getValue(v.kv.r, keyImport)
+	record, err = getValue(v.tree.r, keyImport)
 	if err != nil || record == nil {
 		return nil, false, err
 	}
-	c, err := getValue(v.kv.r, keyImportChecked)
+	c, err := getValue(v.tree.r, keyImportChecked)
 	return record, c != nil, err
 }
 
@@ -202,7 +202,7 @@ func checkImport(st *ImportedState) (map[string]int32, error) {
 }
 
 func writeImport(path string, nodes []ImportedNode, st *ImportedState, children map[string]int32) (err error) {
-	db, err := pebble.Open(path, pebbleOptions())
+	db, err := pebble.Open(path, pebbleOptions(nil))
 	if err != nil {
 		return fmt.Errorf("raftsm: open %s: %w", path, err)
 	}
@@ -224,7 +224,7 @@ func writeImport(path string, nodes []ImportedNode, st *ImportedState, children 
 		b = db.NewBatch()
 		return nil
 	}
-	kv := func() pebbleKV { return pebbleKV{w: b} }
+	kv := func() storeKV { return storeKV{w: b} }
 	for _, in := range nodes {
 		n := in.Node.Clone()
 		n.NumChildren = children[in.Path]
@@ -284,7 +284,7 @@ func ExportState(dir string, shardID, replicaID uint64) (*ImportedState, error) 
 	if storeLocked(target) {
 		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
 	}
-	opts := pebbleOptions()
+	opts := pebbleOptions(nil)
 	opts.ReadOnly = true
 	opts.ErrorIfNotExists = true
 	db, err := pebble.Open(target, opts)
@@ -299,7 +299,7 @@ func ExportState(dir string, shardID, replicaID uint64) (*ImportedState, error) 
 	if len(z) != 8 {
 		return nil, fmt.Errorf("%w in %s: no zxid", ErrNoStore, target)
 	}
-	v := View{kv: pebbleKV{r: db}, zxid: int64(binary.BigEndian.Uint64(z))}
+	v := View{tree: treeReader{r: db}, zxid: int64(binary.BigEndian.Uint64(z))}
 	return v.State()
 }
 
@@ -314,7 +314,7 @@ func ReadImportSource(dir string, shardID, replicaID uint64) (*ImportSource, err
 	if storeLocked(target) {
 		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
 	}
-	opts := pebbleOptions()
+	opts := pebbleOptions(nil)
 	opts.ReadOnly = true
 	opts.ErrorIfNotExists = true
 	db, err := pebble.Open(target, opts)
@@ -322,13 +322,13 @@ func ReadImportSource(dir string, shardID, replicaID uint64) (*ImportSource, err
 		return nil, fmt.Errorf("raftsm: open %s (is zkraft still running?): %w", target, err)
 	}
 	defer db.Close()
-	return View{kv: pebbleKV{r: db}}.ImportSource()
+	return View{tree: treeReader{r: db}}.ImportSource()
 }
 
 // ImportSource is what the state was imported from, or nil. Raft snapshots
 // carry it: a member that caught up from a snapshot reports the sender's.
 func (v View) ImportSource() (*ImportSource, error) {
-	b, err := getValue(v.kv.r, keyImport)
+	b, err := getValue(v.tree.r, keyImport)
 	if err != nil || b == nil {
 		return nil, err
 	}
@@ -363,14 +363,14 @@ func (v View) State() (*ImportedState, error) {
 	for len(stack) > 0 {
 		p := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		n, err := v.kv.Get(p)
+		n, err := v.tree.Get(p)
 		if err != nil {
 			return nil, fmt.Errorf("raftsm: read %s: %w", p, err)
 		}
 		if n == nil {
 			return nil, fmt.Errorf("%w: %s is listed as a child but missing", ErrBadSnapshot, p)
 		}
-		names, err := v.kv.Children(p)
+		names, err := v.tree.Children(p)
 		if err != nil {
 			return nil, err
 		}

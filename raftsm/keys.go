@@ -1,33 +1,51 @@
 package raftsm
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io"
+	"slices"
+	"unsafe"
 
 	"github.com/cockroachdb/pebble"
 
 	"github.com/zkraft/zkraft/znode"
 )
 
-// Pebble key layout. Every key starts with a one-byte space tag.
+// Pebble key layout (format 2). Every key starts with a one-byte space tag.
+// No key holds a path: a path appears only as a 32-byte SHA-256 (H) in
+// keys and in full only in values, so a key's length does not grow with
+// the depth or length of any path (ZooKeeper allows 1 MB names; format 1
+// put the whole parent path in every key, and index blocks grew to
+// megabytes).
 //
-//	'n' parent 0x00 name      a znode (parent "" and name "" for the root), so
-//	                          the children of P are the range 'n' P 0x00 ...
-//	'e' owner(8, BE) path     ephemeral index: the nodes a session owns
-//	's' session(8, BE)        a session: int32 timeout (ms)
-//	'o' session(8, BE)        the connection holding a session: uint64 owner
-//	't' session(8, BE)        the Raft index of the session's last keep-alive
-//	'c' path                  containers and TTL nodes, for the leader's sweep
-//	'm' name                  metadata: applied index, zxid
+//	'N' H(parent)[:8] H(path)      a znode: uvarint len(path), then the
+//	                               record (znode.Node); the root's parent is ""
+//	'K' H(parent) H(path)          a child of parent: its name
+//	'E' owner(8, BE) H(path)       ephemeral index: the path a session owns
+//	'C' H(path)                    containers and TTL nodes, for the
+//	                               leader's sweep: the path
+//	's' session(8, BE)             a session: int32 timeout (ms)
+//	'o' session(8, BE)             the connection holding a session: uint64 owner
+//	't' session(8, BE)             the Raft index of the session's last keep-alive
+//	'h' ...                        the change history (history.go)
+//	'm' name                       metadata: applied index, zxid, format, ...
 //
-// Names never contain 0x00 or '/', so the node encoding is unambiguous.
+// The 8 bytes of the parent's hash in a node key keep siblings together.
+// Listing children walks 'K' H(parent), whose values are names only, so it
+// never reads the children's data; listings are sorted after the walk.
+// A walk of the tree needs no hashing: a child's 'K' key holds the hash of
+// its path, from which its node key and its own children's prefix follow.
 const (
-	spaceNode      = 'n'
-	spaceEphemeral = 'e'
+	spaceNode      = 'N'
+	spaceChild     = 'K'
+	spaceEphemeral = 'E'
+	spaceSweep     = 'C'
 	spaceSession   = 's'
 	spaceMeta      = 'm'
-	spaceSweep     = 'c'
 	spaceOwner     = 'o'
 	spaceTouch     = 't'
 )
@@ -35,37 +53,79 @@ const (
 var (
 	keyApplied = []byte("m:applied")
 	keyZxid    = []byte("m:zxid")
+	// keyFormat holds the key layout's version (formatVersion); a store
+	// without it is format 1 and is converted at Open (convert.go).
+	keyFormat = []byte("m:format")
 )
 
-func nodeKey(path string) []byte {
-	if path == "/" {
-		return []byte{spaceNode, 0}
+// formatVersion is the key layout this code writes.
+const formatVersion = 2
+
+// pathHash is H(path): SHA-256 of the path's bytes.
+type pathHash [sha256.Size]byte
+
+func bytesOf(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
+
+// hashes returns H(parent) and H(path) in one pass over path's bytes
+// (parent is a prefix of path: "/a" of "/a/b", "/" of "/a", "" of "/").
+func hashes(path string) (parent, self pathHash) {
+	pl := 0
+	if path != "/" {
+		p, _ := znode.Parent(path)
+		pl = len(p)
 	}
-	parent, _ := znode.Parent(path)
-	name := znode.Base(path)
-	k := make([]byte, 0, 2+len(parent)+len(name))
-	k = append(k, spaceNode)
-	k = append(k, parent...)
-	k = append(k, 0)
-	return append(k, name...)
+	h := sha256.New()
+	h.Write(bytesOf(path[:pl]))
+	h.Sum(parent[:0])
+	h.Write(bytesOf(path[pl:]))
+	h.Sum(self[:0])
+	return parent, self
 }
 
-// childrenBounds returns the key range holding the children of path.
-func childrenBounds(path string) (lo, hi []byte) {
-	lo = append(append([]byte{spaceNode}, path...), 0)
-	hi = append(append([]byte{spaceNode}, path...), 1)
-	return lo, hi
+func hashOf(path string) pathHash { return sha256.Sum256(bytesOf(path)) }
+
+func nodeKeyOf(parent, self *pathHash) []byte {
+	k := make([]byte, 1+8+sha256.Size)
+	k[0] = spaceNode
+	copy(k[1:], parent[:8])
+	copy(k[9:], self[:])
+	return k
+}
+
+func nodeKey(path string) []byte {
+	p, s := hashes(path)
+	return nodeKeyOf(&p, &s)
+}
+
+func childKeyOf(parent, self *pathHash) []byte {
+	k := make([]byte, 1+2*sha256.Size)
+	k[0] = spaceChild
+	copy(k[1:], parent[:])
+	copy(k[1+sha256.Size:], self[:])
+	return k
+}
+
+// childPrefix is the key range holding the children of the node whose
+// path hashes to self.
+func childPrefix(self *pathHash) []byte {
+	return append([]byte{spaceChild}, self[:]...)
 }
 
 func ephemeralPrefix(owner int64) []byte {
-	k := make([]byte, 9, 9+32)
+	k := make([]byte, 9, 9+sha256.Size)
 	k[0] = spaceEphemeral
 	binary.BigEndian.PutUint64(k[1:], uint64(owner))
 	return k
 }
 
 func ephemeralKey(owner int64, path string) []byte {
-	return append(ephemeralPrefix(owner), path...)
+	h := hashOf(path)
+	return append(ephemeralPrefix(owner), h[:]...)
+}
+
+func sweepKey(path string) []byte {
+	h := hashOf(path)
+	return append([]byte{spaceSweep}, h[:]...)
 }
 
 func sessionKey(id int64) []byte {
@@ -99,29 +159,44 @@ func upperBound(p []byte) []byte {
 	return nil
 }
 
-// reader is what both a Pebble DB and an indexed batch offer for reads.
+// nodeValue is the stored value of a node: the length of its path (for
+// the tree's data size, without a walk) and its record.
+func nodeValue(path string, n *znode.Node) []byte {
+	rec := marshal(n)
+	v := make([]byte, 0, binary.MaxVarintLen64+len(rec))
+	v = binary.AppendUvarint(v, uint64(len(path)))
+	return append(v, rec...)
+}
+
+// splitNodeValue returns the path length and the record of a stored node.
+func splitNodeValue(v []byte) (pathLen int, rec []byte, err error) {
+	l, n := binary.Uvarint(v)
+	if n <= 0 {
+		return 0, nil, fmt.Errorf("%w: node value without a path length", znode.ErrCorruptNode)
+	}
+	return int(l), v[n:], nil
+}
+
+func decodeNodeValue(v []byte) (*znode.Node, error) {
+	_, rec, err := splitNodeValue(v)
+	if err != nil {
+		return nil, err
+	}
+	return znode.DecodeNodeShared(rec)
+}
+
+// reader is what a Pebble DB, a snapshot and an indexed batch offer for
+// reads.
 type reader interface {
 	Get(key []byte) ([]byte, io.Closer, error)
 	NewIter(o *pebble.IterOptions) *pebble.Iterator
 }
 
-// writer is what an indexed batch offers for writes.
+// writer is what a batch offers for writes.
 type writer interface {
 	Set(key, value []byte, _ *pebble.WriteOptions) error
 	Delete(key []byte, _ *pebble.WriteOptions) error
 }
-
-// pebbleKV implements znode.KV over a Pebble reader, and over a batch when w
-// is set. With a cache (Update's batch only), node reads are served from it
-// and node writes go to it as well as to the batch.
-type pebbleKV struct {
-	r     reader
-	w     writer
-	cache *nodeCache
-	kids  *childCache // child lists (childcache.go); Update's and Lookup's
-}
-
-var _ znode.KV = pebbleKV{}
 
 func getValue(r reader, key []byte) ([]byte, error) {
 	v, closer, err := r.Get(key)
@@ -135,7 +210,133 @@ func getValue(r reader, key []byte) ([]byte, error) {
 	return out, closer.Close()
 }
 
-func (kv pebbleKV) Get(path string) (*znode.Node, error) {
+// scanValues returns copies of the values of every key with prefix lo.
+func scanValues(r reader, lo []byte) ([][]byte, error) {
+	it := r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	var out [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		out = append(out, append([]byte(nil), it.Value()...))
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return nil, err
+	}
+	return out, it.Close()
+}
+
+// sortedStrings turns scanned values into sorted strings.
+func sortedStrings(vals [][]byte) []string {
+	out := make([]string, len(vals))
+	for i, v := range vals {
+		out[i] = string(v)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// treeReader reads the tree from a Pebble reader: Update's batch or a
+// view's snapshot.
+type treeReader struct {
+	r    reader
+	kids *childCache // child lists (childcache.go); nil: none
+	// gen and zxid identify the state r shows to the child cache: the
+	// cache's generation when the view was taken and the view's zxid.
+	gen  uint64
+	zxid int64
+}
+
+var _ znode.ReadKV = treeReader{}
+
+func (t treeReader) Get(path string) (*znode.Node, error) {
+	v, err := getValue(t.r, nodeKey(path))
+	if err != nil || v == nil {
+		return nil, err
+	}
+	return decodeNodeValue(v) // v is a copy
+}
+
+// Children lists path's children, from the child cache when its list is
+// that of the state t shows (same parent pzxid).
+func (t treeReader) Children(path string) ([]string, error) {
+	n, err := t.Get(path)
+	if err != nil || n == nil {
+		return nil, err
+	}
+	if names, ok := t.kids.get(path, n.Pzxid); ok {
+		return names, nil
+	}
+	self := hashOf(path)
+	vals, err := scanValues(t.r, childPrefix(&self))
+	if err != nil {
+		return nil, err
+	}
+	names := sortedStrings(vals)
+	t.kids.fill(path, n.Pzxid, names, t.gen, t.zxid)
+	return names, nil
+}
+
+func (t treeReader) Ephemerals(owner int64) ([]string, error) {
+	vals, err := scanValues(t.r, ephemeralPrefix(owner))
+	if err != nil {
+		return nil, err
+	}
+	return sortedStrings(vals), nil
+}
+
+// sweepPaths lists the containers and TTL nodes in path order.
+func (t treeReader) sweepPaths() ([]string, error) {
+	vals, err := scanValues(t.r, []byte{spaceSweep})
+	if err != nil {
+		return nil, err
+	}
+	return sortedStrings(vals), nil
+}
+
+// CountDescendants counts the nodes below path by walking the child index
+// with one iterator and no hashing: each child's key holds its path's
+// hash, the prefix of its own children. It is O(descendants) whatever the
+// depth or the length of the names.
+func (t treeReader) CountDescendants(path string) (int32, error) {
+	lo := []byte{spaceChild}
+	it := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	stack := []pathHash{hashOf(path)}
+	var count int32
+	for len(stack) > 0 {
+		h := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		prefix := childPrefix(&h)
+		for it.SeekGE(prefix); it.Valid() && bytes.HasPrefix(it.Key(), prefix); it.Next() {
+			var child pathHash
+			copy(child[:], it.Key()[len(prefix):])
+			stack = append(stack, child)
+			count++
+		}
+	}
+	if err := it.Error(); err != nil {
+		it.Close()
+		return 0, err
+	}
+	return count, it.Close()
+}
+
+// storeKV is Update's znode.KV over its indexed batch (reads see the
+// batch's writes). Node reads are served from the node cache, node writes
+// go to it as well as to the batch, and child lists are kept current in
+// the child cache.
+type storeKV struct {
+	treeReader
+	w     writer
+	cache *nodeCache
+	// zxid points at the applier's current zxid: a Put of a node whose
+	// czxid is that zxid creates it (znode.Txn.Create sets czxid to the
+	// transaction's zxid; nothing else does). nil (import, initTree):
+	// every Put creates.
+	zxid *int64
+}
+
+var _ znode.KV = storeKV{}
+
+func (kv storeKV) Get(path string) (*znode.Node, error) {
 	v, ok := kv.cache.get(path)
 	if !ok {
 		var err error
@@ -147,97 +348,79 @@ func (kv pebbleKV) Get(path string) (*znode.Node, error) {
 	if v == nil {
 		return nil, nil
 	}
-	return znode.DecodeNodeShared(v) // v is a copy, or the cache's (never changed)
+	return decodeNodeValue(v) // v is a copy, or the cache's (never changed)
 }
 
-func sweepKey(path string) []byte { return append([]byte{spaceSweep}, path...) }
-
-// Put stores a node, and indexes containers and TTL nodes for the sweep.
-func (kv pebbleKV) Put(path string, n *znode.Node) error {
-	switch znode.KindOf(n.EphemeralOwner) {
-	case znode.OwnerContainer, znode.OwnerTTL:
-		if err := kv.w.Set(sweepKey(path), nil, nil); err != nil {
-			return err
-		}
+// Children lists from the batch; storeKV's Get makes the parent's pzxid
+// the one the batch holds.
+func (kv storeKV) Children(path string) ([]string, error) {
+	n, err := kv.Get(path)
+	if err != nil || n == nil {
+		return nil, err
 	}
-	v := marshal(n)
-	if err := kv.w.Set(nodeKey(path), v, nil); err != nil {
+	if names, ok := kv.kids.get(path, n.Pzxid); ok {
+		return names, nil
+	}
+	self := hashOf(path)
+	vals, err := scanValues(kv.r, childPrefix(&self))
+	if err != nil {
+		return nil, err
+	}
+	names := sortedStrings(vals)
+	z := int64(1<<63 - 1) // the batch is newer than every view
+	kv.kids.fill(path, n.Pzxid, names, kv.kids.generation(), z)
+	return names, nil
+}
+
+func (kv storeKV) creates(n *znode.Node) bool { return kv.zxid == nil || n.Czxid == *kv.zxid }
+
+// Put stores a node. A create also writes its child-index entry and, for
+// containers and TTL nodes, its sweep entry.
+func (kv storeKV) Put(path string, n *znode.Node) error {
+	parent, self := hashes(path)
+	v := nodeValue(path, n)
+	if err := kv.w.Set(nodeKeyOf(&parent, &self), v, nil); err != nil {
 		return err
 	}
 	kv.cache.put(path, v)
-	kv.kids.added(path)
+	if !kv.creates(n) || path == "/" {
+		return nil
+	}
+	if err := kv.w.Set(childKeyOf(&parent, &self), []byte(znode.Base(path)), nil); err != nil {
+		return err
+	}
+	switch znode.KindOf(n.EphemeralOwner) {
+	case znode.OwnerContainer, znode.OwnerTTL:
+		if err := kv.w.Set(sweepKey(path), []byte(path), nil); err != nil {
+			return err
+		}
+	}
+	kv.kids.changed(path, kv.txZxid(), true)
 	return nil
 }
 
-func (kv pebbleKV) Delete(path string) error {
-	if err := kv.w.Delete(sweepKey(path), nil); err != nil {
-		return err
+func (kv storeKV) txZxid() int64 {
+	if kv.zxid == nil {
+		return 0
 	}
-	if err := kv.w.Delete(nodeKey(path), nil); err != nil {
-		return err
+	return *kv.zxid
+}
+
+func (kv storeKV) Delete(path string) error {
+	parent, self := hashes(path)
+	for _, k := range [][]byte{nodeKeyOf(&parent, &self), childKeyOf(&parent, &self), sweepKey(path)} {
+		if err := kv.w.Delete(k, nil); err != nil {
+			return err
+		}
 	}
 	kv.cache.put(path, nil)
-	kv.kids.removed(path)
+	kv.kids.changed(path, kv.txZxid(), false)
 	return nil
 }
 
-// sweepPaths lists the containers and TTL nodes in path order.
-func (kv pebbleKV) sweepPaths() ([]string, error) {
-	lo := []byte{spaceSweep}
-	it := kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
-	var out []string
-	for it.First(); it.Valid(); it.Next() {
-		out = append(out, string(it.Key()[1:]))
-	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return nil, err
-	}
-	return out, it.Close()
-}
-
-func (kv pebbleKV) Children(path string) ([]string, error) {
-	if names, ok := kv.kids.get(path); ok {
-		return names, nil
-	}
-	names, err := kv.listChildren(path)
-	if err == nil {
-		kv.kids.fill(path, names)
-	}
-	return names, err
-}
-
-func (kv pebbleKV) listChildren(path string) ([]string, error) {
-	lo, hi := childrenBounds(path)
-	it := kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
-	var out []string
-	for it.First(); it.Valid(); it.Next() {
-		out = append(out, string(it.Key()[len(lo):]))
-	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return nil, err
-	}
-	return out, it.Close()
-}
-
-func (kv pebbleKV) SetEphemeral(owner int64, path string, present bool) error {
+func (kv storeKV) SetEphemeral(owner int64, path string, present bool) error {
 	if present {
-		return kv.w.Set(ephemeralKey(owner, path), nil, nil)
+		return kv.w.Set(ephemeralKey(owner, path), []byte(path), nil)
 	}
 	return kv.w.Delete(ephemeralKey(owner, path), nil)
-}
-
-func (kv pebbleKV) Ephemerals(owner int64) ([]string, error) {
-	lo := ephemeralPrefix(owner)
-	it := kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
-	var out []string
-	for it.First(); it.Valid(); it.Next() {
-		out = append(out, string(it.Key()[len(lo):]))
-	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return nil, err
-	}
-	return out, it.Close()
 }

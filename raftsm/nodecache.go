@@ -8,7 +8,7 @@ package raftsm
 // of a setData's apply time.
 //
 // Only Update's goroutine, under the state machine's write lock, touches it;
-// Lookup does not use it. It is write-through: pebbleKV.Put and Delete of
+// Lookup does not use it. It is write-through: storeKV.Put and Delete of
 // the open batch change it at the same time as the batch, so it always
 // equals what the batch reads. Anything that writes nodes another way
 // (snapshot recovery, import, a failed Update) drops it whole.

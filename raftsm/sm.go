@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/bloom"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/zkraft/zkraft/jute"
@@ -84,7 +85,15 @@ type Config struct {
 	// HistoryMaxAge drops history older than this many milliseconds (by
 	// the time carried in the commands). 0 keeps history by count only.
 	HistoryMaxAge int64
+	// BlockCacheBytes sizes the Pebble block cache of each replica's
+	// store. 0 means DefaultBlockCacheBytes.
+	BlockCacheBytes int64
 }
+
+// DefaultBlockCacheBytes is the block cache of a store when Config leaves
+// it 0: enough for the index and filter blocks of a tree of tens of
+// millions of znodes and the hot part of its data.
+const DefaultBlockCacheBytes = 256 << 20
 
 // NewFactory returns a Dragonboat factory for on-disk state machines.
 func NewFactory(cfg Config) sm.CreateOnDiskStateMachineFunc {
@@ -102,13 +111,22 @@ type StateMachine struct {
 	sink       EventSink
 	histMax    int64
 	histMaxAge int64
+	cacheBytes int64
 
-	// mu orders Update against Lookup: Update holds it for writing from the
-	// first read of its batch until the sink has taken its events; Lookup
-	// holds it for reading. Lock order: mu, then the sink's own locks.
+	// dbMu keeps the store open under readers: a Lookup holds it for
+	// reading while its query runs on a snapshot, outside mu; Close holds
+	// it for writing. Lock order: dbMu, then mu.
+	dbMu sync.RWMutex
+
+	// mu orders Update against the start of reads: Update holds it for
+	// writing from the first read of its batch until the sink has taken
+	// its events; a Lookup holds it for reading only to take its snapshot
+	// (or, for a LockedReadFunc, for the whole query). Lock order: dbMu,
+	// mu, then the sink's own locks.
 	mu struct {
 		sync.RWMutex
 		db       *pebble.DB
+		cache    *pebble.Cache
 		applied  uint64
 		zxid     int64
 		sessions map[int64]*cachedSession // every stored session (apply.go)
@@ -129,12 +147,16 @@ func New(cfg Config, shardID, replicaID uint64) *StateMachine {
 		sink:       cfg.Sink,
 		histMax:    cfg.HistoryMax,
 		histMaxAge: cfg.HistoryMaxAge,
+		cacheBytes: cfg.BlockCacheBytes,
 	}
 	if s.histMax <= 0 {
 		s.histMax = 100000
 	}
+	if s.cacheBytes <= 0 {
+		s.cacheBytes = DefaultBlockCacheBytes
+	}
 	s.mu.nodes = newNodeCache(nodeCacheBytes)
-	s.mu.kids = newChildCache(childCacheNames)
+	s.mu.kids = newChildCache(childCacheBytes)
 	return s
 }
 
@@ -142,13 +164,23 @@ func New(cfg Config, shardID, replicaID uint64) *StateMachine {
 // trees, and a small share of the memory a large tree takes.
 const nodeCacheBytes = 32 << 20
 
-// childCacheNames bounds the child-list cache (names held; about 10 MB).
-const childCacheNames = 256 << 10
+// childCacheBytes bounds the child-list cache.
+const childCacheBytes = 16 << 20
 
-func pebbleOptions() *pebble.Options {
-	return &pebble.Options{
+// pebbleOptions are the store's options over a block cache (nil: Pebble's
+// own small default, for short-lived stores such as an import's). Every
+// level has a bloom filter: node keys are hashes, so point reads have no
+// locality for the index alone to exploit, and a create first reads the
+// path it creates, which is usually absent.
+func pebbleOptions(cache *pebble.Cache) *pebble.Options {
+	o := &pebble.Options{
 		MemTableSize: 32 << 20,
+		Cache:        cache,
 	}
+	// One entry: Pebble derives the deeper levels from the last one given
+	// (file sizes doubling), as with its defaults.
+	o.Levels = []pebble.LevelOptions{{FilterPolicy: bloom.FilterPolicy(10), FilterType: pebble.TableFilter}}
+	return o
 }
 
 // Open opens or creates the store and returns the applied index.
@@ -156,13 +188,15 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
-	db, err := pebble.Open(s.dir, pebbleOptions())
+	cache := pebble.NewCache(s.cacheBytes)
+	db, err := pebble.Open(s.dir, pebbleOptions(cache))
 	if err != nil {
+		cache.Unref()
 		return 0, fmt.Errorf("raftsm: open %s: %w", s.dir, err)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mu.db = db
+	s.mu.db, s.mu.cache = db, cache
 	s.mu.nodes.reset()
 	s.mu.kids.reset()
 	v, err := getValue(db, keyApplied)
@@ -175,6 +209,9 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 		}
 		s.mu.sessions = map[int64]*cachedSession{}
 		return 0, nil
+	}
+	if err := convertIfOld(db); err != nil {
+		return 0, fmt.Errorf("raftsm: %s: %w", s.dir, err)
 	}
 	if s.mu.sessions, err = loadSessions(db); err != nil {
 		return 0, err
@@ -203,7 +240,7 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 // /zookeeper, /zookeeper/quota and /zookeeper/config, all with zero stats.
 func initTree(db *pebble.DB) error {
 	b := db.NewBatch()
-	kv := pebbleKV{w: b}
+	kv := storeKV{w: b}
 	nodes := []struct {
 		path string
 		n    *znode.Node
@@ -225,8 +262,13 @@ func initTree(db *pebble.DB) error {
 	if err := putMeta(b, 0, 0); err != nil {
 		return err
 	}
+	if err := putFormat(b); err != nil {
+		return err
+	}
 	return b.Commit(pebble.Sync)
 }
+
+func putFormat(w writer) error { return w.Set(keyFormat, []byte{formatVersion}, nil) }
 
 func putMeta(w writer, applied uint64, zxid int64) error {
 	var a, z [8]byte
@@ -251,7 +293,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			s.mu.kids.reset()
 		}
 	}()
-	a := applier{kv: pebbleKV{r: b, w: b, cache: s.mu.nodes, kids: s.mu.kids}, opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
+	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
+	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
 	var now int64
@@ -303,10 +346,13 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 // View is a consistent read-only view of a replica's state, valid only
 // inside the ReadFunc it is passed to.
 type View struct {
-	kv      pebbleKV
+	tree    treeReader
 	db      *pebble.DB
 	zxid    int64
 	applied uint64
+	// locked: the view is the live store under the state machine's read
+	// lock (a LockedReadFunc), not a snapshot.
+	locked bool
 }
 
 // Zxid is the last applied zxid.
@@ -316,11 +362,11 @@ func (v View) Zxid() int64 { return v.zxid }
 func (v View) Applied() uint64 { return v.applied }
 
 // Tree is the read-only data tree.
-func (v View) Tree() znode.KV { return v.kv }
+func (v View) Tree() znode.ReadKV { return v.tree }
 
 // Session returns a session's timeout in ms.
 func (v View) Session(id int64) (timeout int32, ok bool, err error) {
-	b, err := getValue(v.kv.r, sessionKey(id))
+	b, err := getValue(v.tree.r, sessionKey(id))
 	if err != nil || b == nil {
 		return 0, false, err
 	}
@@ -334,7 +380,7 @@ func (v View) Session(id int64) (timeout int32, ok bool, err error) {
 // child, and the TTL nodes that are empty and whose mtime is more than
 // their TTL before now (ms): what ZooKeeper's ContainerManager deletes.
 func (v View) SweepCandidates(now int64, limit int) ([]string, error) {
-	paths, err := v.kv.sweepPaths()
+	paths, err := v.tree.sweepPaths()
 	if err != nil {
 		return nil, err
 	}
@@ -343,7 +389,7 @@ func (v View) SweepCandidates(now int64, limit int) ([]string, error) {
 		if len(out) >= limit {
 			break
 		}
-		n, err := v.kv.Get(p)
+		n, err := v.tree.Get(p)
 		if err != nil {
 			return nil, err
 		}
@@ -373,7 +419,7 @@ type SessionInfo struct {
 // Sessions lists every session in id order.
 func (v View) Sessions() ([]SessionInfo, error) {
 	lo := []byte{spaceSession}
-	it := v.kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it := v.tree.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
 	var out []SessionInfo
 	for it.First(); it.Valid(); it.Next() {
 		k, val := it.Key(), it.Value()
@@ -393,23 +439,61 @@ func (v View) Sessions() ([]SessionInfo, error) {
 	return out, it.Close()
 }
 
-// ReadFunc is the query type Lookup takes. It runs under the state
-// machine's read lock: no Update is applied while it runs, so a watch it
-// registers cannot miss a change newer than what it read.
+// ReadFunc is the query type Lookup takes. It runs on a Pebble snapshot
+// of the state after some Update, outside the state machine's lock, so a
+// read, however large, never holds up Update. Whatever it registers to
+// hear about later changes (a watch) must therefore be registered as of
+// View.Zxid: every change after that zxid may already have been applied
+// and its events delivered by the time the read ends.
 type ReadFunc func(v View) (any, error)
 
-// Lookup runs a ReadFunc against the current state.
+// LockedReadFunc is a query that runs under the state machine's read lock:
+// no Update is applied while it runs, so something it registers sees every
+// change after what it read. It must be short (it holds up Update); open
+// iterators (View.HistoryAfter) rather than read much.
+type LockedReadFunc func(v View) (any, error)
+
+// Lookup runs a ReadFunc on a snapshot of the current state, or a
+// LockedReadFunc under the read lock.
 func (s *StateMachine) Lookup(query any) (any, error) {
-	fn, ok := query.(ReadFunc)
-	if !ok {
-		return nil, fmt.Errorf("%w: %T", ErrUnknownQuery, query)
+	switch fn := query.(type) {
+	case ReadFunc:
+		v, release, err := s.snapshotView()
+		if err != nil {
+			return nil, err
+		}
+		defer release()
+		return fn(v)
+	case LockedReadFunc:
+		s.mu.RLock()
+		defer s.mu.RUnlock()
+		if s.mu.db == nil {
+			return nil, ErrClosed
+		}
+		tree := treeReader{r: s.mu.db, kids: s.mu.kids, gen: s.mu.kids.generation(), zxid: s.mu.zxid}
+		return fn(View{tree: tree, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied, locked: true})
 	}
+	return nil, fmt.Errorf("%w: %T", ErrUnknownQuery, query)
+}
+
+// snapshotView takes a snapshot of the applied state; release closes it.
+func (s *StateMachine) snapshotView() (View, func(), error) {
+	s.dbMu.RLock()
 	s.mu.RLock()
-	defer s.mu.RUnlock()
-	if s.mu.db == nil {
-		return nil, ErrClosed
+	db := s.mu.db
+	if db == nil {
+		s.mu.RUnlock()
+		s.dbMu.RUnlock()
+		return View{}, nil, ErrClosed
 	}
-	return fn(View{kv: pebbleKV{r: s.mu.db, kids: s.mu.kids}, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied})
+	snap := db.NewSnapshot()
+	tree := treeReader{r: snap, kids: s.mu.kids, gen: s.mu.kids.generation(), zxid: s.mu.zxid}
+	v := View{tree: tree, db: db, zxid: s.mu.zxid, applied: s.mu.applied}
+	s.mu.RUnlock()
+	return v, func() {
+		snap.Close()
+		s.dbMu.RUnlock()
+	}, nil
 }
 
 // Sync makes everything applied so far durable.
@@ -422,15 +506,18 @@ func (s *StateMachine) Sync() error {
 	return s.mu.db.LogData(nil, pebble.Sync)
 }
 
-// Close closes the store.
+// Close closes the store once the reads running on it have ended.
 func (s *StateMachine) Close() error {
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.mu.db == nil {
 		return nil
 	}
 	err := s.mu.db.Close()
-	s.mu.db = nil
+	s.mu.cache.Unref()
+	s.mu.db, s.mu.cache = nil, nil
 	return err
 }
 

@@ -1,6 +1,9 @@
 package raftsm
 
 import (
+	"encoding/binary"
+	"slices"
+
 	"github.com/cockroachdb/pebble"
 
 	"github.com/zkraft/zkraft/znode"
@@ -23,24 +26,20 @@ type TreeStats struct {
 func (v View) TreeStats() (TreeStats, error) {
 	var st TreeStats
 	lo := []byte{spaceNode}
-	it := v.kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it := v.tree.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
 	for it.First(); it.Valid(); it.Next() {
-		k := it.Key()
-		n, err := znode.DecodeNode(it.Value())
+		plen, rec, err := splitNodeValue(it.Value())
+		if err != nil {
+			it.Close()
+			return st, err
+		}
+		n, err := znode.DecodeNodeShared(rec)
 		if err != nil {
 			it.Close()
 			return st, err
 		}
 		st.Nodes++
-		// The key is 'n' parent 0x00 name; the path is parent "/" name,
-		// without a second '/' under the root, and "/" for the root.
-		plen := int64(len(k) - 1) // parent + name + the separator
-		if len(k) == 2 {
-			plen = 1
-		} else if k[1] == '/' && k[2] == 0 {
-			plen--
-		}
-		st.DataSize += plen + int64(len(n.Data))
+		st.DataSize += int64(plen) + int64(len(n.Data))
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
@@ -50,7 +49,7 @@ func (v View) TreeStats() (TreeStats, error) {
 		return st, err
 	}
 	lo = []byte{spaceEphemeral}
-	it = v.kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it = v.tree.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
 	for it.First(); it.Valid(); it.Next() {
 		st.Ephemerals++
 	}
@@ -65,25 +64,30 @@ func (v View) TreeStats() (TreeStats, error) {
 // four-letter word), owners and paths in ascending order.
 func (v View) EphemeralsByOwner() (owners []int64, paths [][]string, err error) {
 	lo := []byte{spaceEphemeral}
-	it := v.kv.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
+	it := v.tree.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
 	for it.First(); it.Valid(); it.Next() {
 		k := it.Key()
 		if len(k) < 9 {
 			continue
 		}
-		owner := int64(uint64(k[1])<<56 | uint64(k[2])<<48 | uint64(k[3])<<40 | uint64(k[4])<<32 |
-			uint64(k[5])<<24 | uint64(k[6])<<16 | uint64(k[7])<<8 | uint64(k[8]))
+		owner := int64(binary.BigEndian.Uint64(k[1:9]))
 		if len(owners) == 0 || owners[len(owners)-1] != owner {
 			owners = append(owners, owner)
 			paths = append(paths, nil)
 		}
-		paths[len(paths)-1] = append(paths[len(paths)-1], string(k[9:]))
+		paths[len(paths)-1] = append(paths[len(paths)-1], string(it.Value()))
 	}
 	if err := it.Error(); err != nil {
 		it.Close()
 		return nil, nil, err
 	}
-	return owners, paths, it.Close()
+	if err := it.Close(); err != nil {
+		return nil, nil, err
+	}
+	for _, p := range paths {
+		slices.Sort(p) // keyed by hash: sorted here
+	}
+	return owners, paths, nil
 }
 
 // StoreMetrics returns the Pebble store's metrics (sizes, compactions).
@@ -91,6 +95,6 @@ func (v View) StoreMetrics() *pebble.Metrics { return v.db.Metrics() }
 
 // AppliedIndex is the Raft index of the last applied entry.
 func (v View) AppliedIndex() (uint64, error) {
-	n, err := getInt64(v.kv.r, keyApplied)
+	n, err := getInt64(v.tree.r, keyApplied)
 	return uint64(n), err
 }

@@ -102,6 +102,7 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			}
 		case raftsm.EventReset:
 			c.resets.Add(1)
+			c.watches.reset(ev.Zxid)
 			// The state came from another replica's snapshot: watches here
 			// may have missed changes and sessions differ. Clients reconnect
 			// (re-sending their watches) and the tracker is rebuilt.
@@ -536,7 +537,8 @@ func (c *cell) startRead() *readTicket {
 
 // readWith runs fn after the ticket's ReadIndex, falling back to read
 // (with its retries) if the ticket did not complete.
-func (c *cell) readWith(t *readTicket, fn raftsm.ReadFunc, linearizable bool) (any, error) {
+// fn is a raftsm.ReadFunc or raftsm.LockedReadFunc.
+func (c *cell) readWith(t *readTicket, fn any, linearizable bool) (any, error) {
 	if t == nil || !linearizable {
 		return c.read(fn, linearizable)
 	}
@@ -555,7 +557,7 @@ func (c *cell) readWith(t *readTicket, fn raftsm.ReadFunc, linearizable bool) (a
 	return c.read(fn, linearizable)
 }
 
-func (c *cell) read(fn raftsm.ReadFunc, linearizable bool) (any, error) {
+func (c *cell) read(fn any, linearizable bool) (any, error) {
 	nh := c.srv.nh
 	if !linearizable {
 		return nh.StaleRead(c.shardID, fn)

@@ -67,6 +67,12 @@ type conn struct {
 	auth atomic.Pointer[[]jute.ID]
 
 	watchKeys      keySet         // its watches, guarded by cell.watches.mu (watch.go)
+	// held are the notifications held while a read that sets watches
+	// runs (registry.hold), guarded by cell.watches.mu.
+	held struct {
+		on    bool
+		notes []note
+	}
 	closingSession atomic.Bool    // a closeSession is in flight
 	inflight       atomic.Int64   // requests read but not yet answered
 	bg             sync.WaitGroup // resumable-watch replays; serve waits
@@ -109,6 +115,8 @@ type pending struct {
 	op         jute.OpCode
 	rs         *dragonboat.RequestState // a proposed write
 	exec       func() (*result, error)  // a read, run in order
+	watching   bool                     // exec may set watches (readOp)
+	res        *result                  // what exec returned
 	executed   chan struct{}            // closed once exec has run (reads only)
 	after      func()                   // runs after the reply is queued
 	frame      []byte                   // a ready reply
@@ -126,6 +134,16 @@ type result struct {
 	errBody jute.Record
 	// after runs once the reply is queued (starts a resumable replay).
 	after func()
+	// at is the zxid of the state a read saw; want are the watches to
+	// register as of it, before the notifications to queue ahead of the
+	// reply (registry.finishRead).
+	at     int64
+	want   []watchReq
+	before []note
+}
+
+func (r *result) watch(t watchTable, path string, m watchMode) {
+	r.want = append(r.want, watchReq{t, path, m})
 }
 
 func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
@@ -462,7 +480,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		}
 		return c.propose(p, cmd, false)
 	default:
-		p.exec, p.closeAfter = c.readOp(hdr, body)
+		p.exec, p.closeAfter, p.watching = c.readOp(hdr, body)
 	}
 	return p, nil
 }
@@ -568,18 +586,30 @@ func (c *conn) processor() {
 		if p == nil {
 			return
 		}
+		if p.watching {
+			// Room first: notifications are held while the read runs.
+			c.waitOutboxRoom()
+			c.cell.watches.hold(c)
+		}
 		frame, err := c.complete(p)
 		c.requestDone(p, frame, err)
 		c.inflight.Add(-1)
 		if err != nil {
+			if p.watching {
+				c.cell.watches.finishRead(c, 0, nil, nil, nil)
+			}
 			if !errors.Is(err, net.ErrClosed) {
 				c.log().Warn("request failed", "op", p.op.String(), "err", err)
 			}
 			c.close()
 			continue // drain, releasing request states
 		}
-		c.waitOutboxRoom() // a slow reader holds the pipeline, not memory
-		c.enqueue(frame)
+		if p.watching {
+			c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+		} else {
+			c.waitOutboxRoom() // a slow reader holds the pipeline, not memory
+			c.enqueue(frame)
+		}
 		if p.after != nil {
 			p.after()
 		}
@@ -622,7 +652,7 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		p.after = res.after
+		p.after, p.res = res.after, res
 		if res.err != jute.ErrOK && res.errBody != nil {
 			return jute.AppendFrame(nil, &jute.ReplyHeader{Xid: p.xid, Zxid: res.zxid, Err: res.err}, res.errBody), nil
 		}

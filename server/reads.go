@@ -48,14 +48,32 @@ func authenticate(xid int32, ids []jute.ID, body []byte, superDigest string) ([]
 // decode is answered with MARSHALLINGERROR, as ZooKeeper does; an op code
 // ZooKeeper does not know is answered with UNIMPLEMENTED (zxid -1) and the
 // connection is closed.
-func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*result, error), closeAfter bool) {
+//
+// watching says the read may set watches: its connection's notifications
+// are held while it runs, and its watches registered as of the state it
+// read once its reply is queued (registry.finishRead).
+func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*result, error), closeAfter, watching bool) {
 	exec, known := c.readOpExec(hdr, body)
 	if exec == nil {
 		return func() (*result, error) {
 			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
-		}, false
+		}, false, false
 	}
-	return exec, !known
+	return exec, !known, setsWatches(hdr.Type, body)
+}
+
+// setsWatches reports whether a read op with this body asks for watches.
+func setsWatches(op jute.OpCode, body []byte) bool {
+	switch op {
+	case jute.OpSetWatches, jute.OpSetWatches2, jute.OpAddWatch:
+		return true
+	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
+		// Each of their requests is a path, then the watch flag.
+		r := jute.NewReader(body)
+		_ = r.String()
+		return r.Bool() && r.Err() == nil
+	}
+	return false
 }
 
 func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result, error), bool) {
@@ -76,8 +94,11 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 		}
 		return func() (*result, error) {
 			out, err := c.cell.readWith(ticket, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+				if h := c.srv.readHook.Load(); h != nil {
+					(*h)(hdr.Type)
+				}
 				res := fn(v, znode.Reader{KV: v.Tree(), Auth: auth})
-				res.zxid = v.Zxid()
+				res.zxid, res.at = v.Zxid(), v.Zxid()
 				return res, nil
 			}), lin)
 			if err != nil {
@@ -96,14 +117,17 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
 			n, err := r.Exists(req.Path)
+			res := &result{}
+			if err != nil {
+				res = fail(err)
+			} else {
+				res.resp = &jute.ExistsResponse{Stat: n.Stat()}
+			}
 			if req.Watch && (err == nil || jute.CodeOf(err) == jute.ErrNoNode) {
 				// exists leaves a watch even on a missing node.
-				c.cell.watches.add(tableData, req.Path, c, modeStandard)
+				res.watch(tableData, req.Path, modeStandard)
 			}
-			if err != nil {
-				return fail(err)
-			}
-			return &result{resp: &jute.ExistsResponse{Stat: n.Stat()}}
+			return res
 		}), true
 	case jute.OpGetData:
 		req := new(jute.GetDataRequest)
@@ -115,10 +139,11 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			if err != nil {
 				return fail(err)
 			}
+			res := &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
 			if req.Watch {
-				c.cell.watches.add(tableData, req.Path, c, modeStandard)
+				res.watch(tableData, req.Path, modeStandard)
 			}
-			return &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+			return res
 		}), true
 	case jute.OpGetChildren, jute.OpGetChildren2:
 		req := new(jute.GetChildrenRequest)
@@ -131,13 +156,14 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			if err != nil {
 				return fail(err)
 			}
-			if req.Watch {
-				c.cell.watches.add(tableChild, req.Path, c, modeStandard)
-			}
+			res := &result{resp: &jute.GetChildrenResponse{Children: names}}
 			if two {
-				return &result{resp: &jute.GetChildren2Response{Children: names, Stat: n.Stat()}}
+				res.resp = &jute.GetChildren2Response{Children: names, Stat: n.Stat()}
 			}
-			return &result{resp: &jute.GetChildrenResponse{Children: names}}
+			if req.Watch {
+				res.watch(tableChild, req.Path, modeStandard)
+			}
+			return res
 		}), true
 	case jute.OpGetACL:
 		req := new(jute.GetACLRequest)
@@ -216,8 +242,7 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			return nil, true
 		}
 		exec := run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			c.setWatches(&sw, v.Tree())
-			return &result{}
+			return setWatches(&sw, v.Tree())
 		})
 		return func() (*result, error) {
 			res, err := exec()
@@ -237,17 +262,18 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 			return nil, true
 		}
 		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
+			// addWatch answers with a 4-byte ErrorResponse body.
+			res := &result{resp: &jute.ErrorResponse{Err: jute.ErrOK}}
 			switch req.Mode {
 			case jute.AddWatchModePersistent:
-				c.cell.watches.add(tableData, req.Path, c, modePersistent)
-				c.cell.watches.add(tableChild, req.Path, c, modePersistent)
+				res.watch(tableData, req.Path, modePersistent)
+				res.watch(tableChild, req.Path, modePersistent)
 			case jute.AddWatchModePersistentRecursive:
-				c.cell.watches.add(tableData, req.Path, c, modeRecursive)
+				res.watch(tableData, req.Path, modeRecursive)
 			default:
 				return &result{err: jute.ErrMarshallingError}
 			}
-			// addWatch answers with a 4-byte ErrorResponse body.
-			return &result{resp: &jute.ErrorResponse{Err: jute.ErrOK}}
+			return res
 		}), true
 	case jute.OpCheckWatches, jute.OpRemoveWatches:
 		// The two records are the same shape: path, watcher type.
@@ -318,10 +344,11 @@ func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result
 }
 
 // setWatches re-registers a reconnecting client's watches with ZooKeeper's
-// catch-up rules (DataTree.setWatches); events for changes the client
-// missed are queued before the reply. It runs under the state machine's
-// read lock.
-func (c *conn) setWatches(sw *jute.SetWatches2, kv znode.KV) {
+// catch-up rules (DataTree.setWatches): the events for changes the client
+// missed, as of the view read, go before the reply; the other watches are
+// registered as of the view (registry.finishRead).
+func setWatches(sw *jute.SetWatches2, kv znode.ReadKV) *result {
+	res := &result{}
 	rel := sw.RelativeZxid
 	get := func(p string) *znode.Node {
 		n, err := kv.Get(p)
@@ -330,38 +357,40 @@ func (c *conn) setWatches(sw *jute.SetWatches2, kv znode.KV) {
 		}
 		return n
 	}
+	missed := func(typ jute.EventType, p string) { res.before = append(res.before, note{-1, typ, p}) }
 	for _, p := range sw.DataWatches {
 		switch n := get(p); {
 		case n == nil:
-			c.notify(-1, jute.EventNodeDeleted, p)
+			missed(jute.EventNodeDeleted, p)
 		case n.Mzxid > rel:
-			c.notify(-1, jute.EventNodeDataChanged, p)
+			missed(jute.EventNodeDataChanged, p)
 		default:
-			c.cell.watches.add(tableData, p, c, modeStandard)
+			res.watch(tableData, p, modeStandard)
 		}
 	}
 	for _, p := range sw.ExistWatches {
 		if get(p) != nil {
-			c.notify(-1, jute.EventNodeCreated, p)
+			missed(jute.EventNodeCreated, p)
 		} else {
-			c.cell.watches.add(tableData, p, c, modeStandard)
+			res.watch(tableData, p, modeStandard)
 		}
 	}
 	for _, p := range sw.PersistentWatches {
-		c.cell.watches.add(tableChild, p, c, modePersistent)
-		c.cell.watches.add(tableData, p, c, modePersistent)
+		res.watch(tableChild, p, modePersistent)
+		res.watch(tableData, p, modePersistent)
 	}
 	for _, p := range sw.PersistentRecursiveWatches {
-		c.cell.watches.add(tableData, p, c, modeRecursive)
+		res.watch(tableData, p, modeRecursive)
 	}
 	for _, p := range sw.ChildWatches {
 		switch n := get(p); {
 		case n == nil:
-			c.notify(-1, jute.EventNodeDeleted, p)
+			missed(jute.EventNodeDeleted, p)
 		case n.Pzxid > rel:
-			c.notify(-1, jute.EventNodeChildrenChanged, p)
+			missed(jute.EventNodeChildrenChanged, p)
 		default:
-			c.cell.watches.add(tableChild, p, c, modeStandard)
+			res.watch(tableChild, p, modeStandard)
 		}
 	}
+	return res
 }

@@ -187,7 +187,9 @@ func (c *conn) watchFromOp(body []byte) func() (*result, error) {
 			res  *result
 			hist *raftsm.History
 		}
-		out, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		// Under the state machine's lock: the live watcher and the history
+		// iterator must start at the same zxid.
+		out, err := c.cell.read(raftsm.LockedReadFunc(func(v raftsm.View) (any, error) {
 			floor, err := v.HistoryFloor()
 			if err != nil {
 				return nil, err

@@ -43,6 +43,11 @@ type Server struct {
 
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
 
+	// readHook, set by tests only, runs inside every client read, on the
+	// read's snapshot, before it reads: a test holds a read there to apply
+	// changes while it runs.
+	readHook atomic.Pointer[func(op jute.OpCode)]
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"slices"
 	"sync"
 
@@ -39,18 +40,198 @@ type watchKey struct {
 // and never for NodeChildrenChanged.
 //
 // It is fed by the state machine's triggers (under the state machine's
-// write lock) and by reads (under its read lock), which is what makes a
-// watch set by a read see every later change.
+// write lock, in zxid order) and by reads. A read runs on a snapshot at
+// some zxid Z, outside that lock, while later changes are applied and
+// their triggers delivered; so a read's watches are registered as of Z
+// (finishRead): the registry keeps the most recent triggers (recent) and
+// fires, on registration, what the new watch would have fired for every
+// trigger after Z.
+//
+// INVARIANT (per connection, as ZooKeeper's single pipeline gives it):
+// while a read that sets watches runs, the connection's notifications are
+// held (hold); finishRead then queues those of zxid <= Z, the read's reply,
+// and the rest merged in zxid order with what the new watches fire, one
+// notification per (zxid, type, path). So an event is queued before any
+// reply that reflects its change, after the reply of the read that set
+// its watch, and events go out in zxid order.
 type registry struct {
-	// mu guards the tables. Lock order: the state machine's lock, then mu,
+	// mu guards the tables, the recent triggers and the connections'
+	// held notifications. Lock order: the state machine's lock, then mu,
 	// then a connection's outbox lock.
 	mu struct {
 		sync.Mutex
 		tables    [2]map[string]map[*conn]watchMode
 		recursive int // recursive watches held, to skip walking parents when 0
+		recent    recentTriggers
 	}
 	// Each connection's own watch keys are kept on it (conn.watchKeys,
 	// guarded by mu), for removeConn.
+}
+
+// recentTriggers is a ring of the last triggers, in zxid order.
+type recentTriggers struct {
+	buf   []recentTrigger
+	start int
+	// floor: every trigger of a zxid above it is in buf (the oldest ones
+	// overwritten were of zxids at or below it).
+	floor int64
+	last  int64 // zxid of the newest trigger
+}
+
+type recentTrigger struct {
+	zxid int64
+	typ  jute.EventType
+	path string
+	acl  []jute.ACL
+}
+
+// maxRecentTriggers bounds the ring: a read whose run overlaps more
+// triggers than this cannot be caught up, and its connection is closed
+// (the client's setWatches then catches it up from its last zxid).
+var maxRecentTriggers = 1 << 16 // a variable for tests
+
+// maxHeld bounds the notifications held for a connection while a read
+// runs; past it the connection is closed.
+const maxHeld = 1 << 16
+
+func (rt *recentTriggers) push(t recentTrigger) {
+	if len(rt.buf) < maxRecentTriggers {
+		rt.buf = append(rt.buf, t)
+	} else {
+		old := rt.buf[rt.start]
+		rt.floor = max(rt.floor, old.zxid)
+		rt.buf[rt.start] = t
+		rt.start = (rt.start + 1) % len(rt.buf)
+	}
+	rt.last = t.zxid
+}
+
+func (rt *recentTriggers) at(i int) *recentTrigger { return &rt.buf[(rt.start+i)%len(rt.buf)] }
+
+// after returns the index of the first trigger of a zxid above z.
+func (rt *recentTriggers) after(z int64) int {
+	lo, hi := 0, len(rt.buf)
+	for lo < hi {
+		m := (lo + hi) / 2
+		if rt.at(m).zxid <= z {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// note is one notification for a connection.
+type note struct {
+	zxid int64
+	typ  jute.EventType
+	path string
+}
+
+// watchReq is a watch a read asks for, registered as of the read's zxid.
+type watchReq struct {
+	table watchTable
+	path  string
+	mode  watchMode
+}
+
+// fires reports whether a watch of mode m in table on path fires for a
+// trigger (the same rules as trigger and collectLocked).
+func (w watchReq) fires(t *recentTrigger) bool {
+	switch w.table {
+	case tableData:
+		if t.typ == jute.EventNodeChildrenChanged {
+			return false
+		}
+		if t.path == w.path {
+			return true
+		}
+		return w.mode&modeRecursive != 0 && isBelow(t.path, w.path)
+	case tableChild:
+		return t.path == w.path && (t.typ == jute.EventNodeChildrenChanged || t.typ == jute.EventNodeDeleted)
+	}
+	return false
+}
+
+// isBelow reports whether p is a strict descendant of dir.
+func isBelow(p, dir string) bool {
+	if dir == "/" {
+		return p != "/"
+	}
+	return len(p) > len(dir) && p[len(dir)] == '/' && p[:len(dir)] == dir
+}
+
+// hold starts holding c's notifications (a read that sets watches is
+// about to run).
+func (r *registry) hold(c *conn) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	c.held.on = true
+	c.held.notes = c.held.notes[:0]
+}
+
+// finishRead ends a read of c that ran as of zxid at (see the registry's
+// INVARIANT): it queues the held notifications of zxid <= at, then before
+// (a setWatches' own notifications), then reply (nil when the read failed:
+// the connection is closing), registers want as of at, and queues what the
+// new watches fire merged with the rest of the held notifications.
+func (r *registry) finishRead(c *conn, at int64, before []note, reply []byte, want []watchReq) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held := c.held.notes
+	c.held.on, c.held.notes = false, nil
+	i := 0
+	for ; i < len(held) && held[i].zxid <= at; i++ {
+		c.notify(held[i].zxid, held[i].typ, held[i].path)
+	}
+	if reply == nil {
+		return
+	}
+	for _, n := range before {
+		c.notify(n.zxid, n.typ, n.path)
+	}
+	c.enqueue(reply)
+	if len(want) == 0 && i == len(held) {
+		return
+	}
+	rt := &r.mu.recent
+	if len(want) > 0 && at < rt.last && at < rt.floor {
+		// Too many changes since the read to know what its watches missed.
+		c.log().Info("watch registration fell behind the recent changes: closing the connection",
+			"session", hexID(c.sessionID), "readZxid", at, "oldestKnown", rt.floor)
+		c.closeAfterFlush()
+		return
+	}
+	caught := held[i:]
+	for _, w := range want {
+		consumed := false
+		if at < rt.last {
+			for j := rt.after(at); j < len(rt.buf); j++ {
+				t := rt.at(j)
+				if !w.fires(t) {
+					continue
+				}
+				if znode.CheckACL(t.acl, jute.PermRead, c.authIDs()) == nil {
+					caught = append(caught, note{t.zxid, t.typ, t.path})
+				}
+				if w.mode&modeStandard != 0 {
+					consumed = true
+					break
+				}
+			}
+		}
+		if !consumed {
+			r.setLocked(w.table, w.path, c, r.getLocked(w.table, w.path, c)|w.mode)
+		}
+	}
+	slices.SortStableFunc(caught, func(a, b note) int { return cmp.Compare(a.zxid, b.zxid) })
+	for k, n := range caught {
+		if k > 0 && n == caught[k-1] {
+			continue // one notification per change, as trigger sends
+		}
+		c.notify(n.zxid, n.typ, n.path)
+	}
 }
 
 // keySet is the watch keys of one connection: a slice while there are few
@@ -197,14 +378,31 @@ func (r *registry) trigger(zxid int64, typ jute.EventType, path string, acl []ju
 		r.collectLocked(tableData, path, fired)
 		r.collectLocked(tableChild, path, fired)
 	}
+	r.mu.recent.push(recentTrigger{zxid: zxid, typ: typ, path: path, acl: acl})
 	// Queue while holding mu so two triggers cannot interleave their events
 	// on one connection out of zxid order.
 	for c := range fired {
 		if znode.CheckACL(acl, jute.PermRead, c.authIDs()) != nil {
 			continue
 		}
+		if c.held.on {
+			if len(c.held.notes) >= maxHeld {
+				go c.close() // a read that never ends: its client reconnects
+				continue
+			}
+			c.held.notes = append(c.held.notes, note{zxid, typ, path})
+			continue
+		}
 		c.notify(zxid, typ, path)
 	}
+}
+
+// reset forgets the recent triggers: the state was replaced from a
+// snapshot at zxid (the cell's clients are closed and reconnect).
+func (r *registry) reset(zxid int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.mu.recent = recentTriggers{floor: zxid, last: zxid}
 }
 
 // contains reports whether c holds a watch of the given ZooKeeper watcher

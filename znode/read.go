@@ -6,7 +6,7 @@ import (
 
 // Reader answers read ops over a KV with the caller's auth ids.
 type Reader struct {
-	KV   KV
+	KV   ReadKV
 	Auth []jute.ID
 }
 
@@ -91,6 +91,9 @@ func (r Reader) GetACL(path string) (*Node, []jute.ACL, error) {
 func (r Reader) CountDescendants(path string) (int32, error) {
 	if _, err := r.node(path, jute.PermRead); err != nil {
 		return 0, err
+	}
+	if c, ok := r.KV.(DescendantCounter); ok {
+		return c.CountDescendants(path)
 	}
 	var count int32
 	var walk func(p string) error

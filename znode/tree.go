@@ -12,12 +12,25 @@ import (
 // from them is deterministic. A returned *Node must not be modified; Put a
 // modified Clone instead.
 type KV interface {
-	Get(path string) (*Node, error)
+	ReadKV
 	Put(path string, n *Node) error
 	Delete(path string) error
-	Children(path string) ([]string, error)
 	SetEphemeral(owner int64, path string, present bool) error
+}
+
+// ReadKV is the read half of KV: what a read view offers. A returned
+// slice must not be modified either.
+type ReadKV interface {
+	Get(path string) (*Node, error)
+	Children(path string) ([]string, error)
 	Ephemerals(owner int64) ([]string, error)
+}
+
+// DescendantCounter is what a ReadKV may offer to count the nodes below a
+// path faster than by listing children level by level (a store that can
+// walk its child index without building paths).
+type DescendantCounter interface {
+	CountDescendants(path string) (int32, error)
 }
 
 // Options are the tree rules that a server configures. Every replica of a

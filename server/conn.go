@@ -66,7 +66,7 @@ type conn struct {
 	// watch delivery reads it.
 	auth atomic.Pointer[[]jute.ID]
 
-	watchKeys      keySet         // its watches, guarded by cell.watches.mu (watch.go)
+	watchKeys keySet // its watches, guarded by cell.watches.mu (watch.go)
 	// held are the notifications held while a read that sets watches
 	// runs (registry.hold), guarded by cell.watches.mu.
 	held struct {

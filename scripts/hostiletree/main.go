@@ -6,13 +6,15 @@
 //   - longnames: 20 znodes whose names are about 1,000,000 bytes and share
 //     all but their last 5 bytes, then 40 setData of 1 MB (to force the
 //     store to flush), then a multi of 5,000 creates;
+//
 //   - deepchain: a chain 3,000 levels deep, getAllChildrenNumber of its top,
 //     a multi of 18,000 creates, then the chain deleted again;
+//
 //   - count: 250,000 znodes, getAllChildrenNumber("/") in a loop while
 //     another session does setData, with that setData's latencies.
 //
-//	go run ./scripts/hostiletree
-//	go run ./scripts/hostiletree -system zookeeper
+//     go run ./scripts/hostiletree
+//     go run ./scripts/hostiletree -system zookeeper
 //
 // It prints figures; it asserts nothing.
 package main

@@ -1,20 +1,20 @@
 // Command hostiletree measures what odd trees do to a server's ordinary
-// requests (issue 12, item 1): it starts zkraft (or Apache ZooKeeper 3.8,
+// requests (issue 12, item 1). It starts zkraft (or Apache ZooKeeper 3.8,
 // with -system zookeeper) on a fresh data directory and prints exists and
-// create latencies on a fresh store, then after each hostile tree:
+// create latencies on the fresh store, then after each hostile tree.
 //
-//   - longnames: 20 znodes whose names are about 1,000,000 bytes and share
-//     all but their last 5 bytes, then 40 setData of 1 MB (to force the
-//     store to flush), then a multi of 5,000 creates;
+// longnames: 20 znodes whose names are about 1,000,000 bytes and share all
+// but their last 5 bytes, then 40 setData of 1 MB (to force the store to
+// flush), then a multi of 5,000 creates.
 //
-//   - deepchain: a chain 3,000 levels deep, getAllChildrenNumber of its top,
-//     a multi of 18,000 creates, then the chain deleted again;
+// deepchain: a chain 3,000 levels deep, getAllChildrenNumber of its top, a
+// multi of 18,000 creates, then the chain deleted again.
 //
-//   - count: 250,000 znodes, getAllChildrenNumber("/") in a loop while
-//     another session does setData, with that setData's latencies.
+// count: 250,000 znodes, getAllChildrenNumber("/") in a loop while another
+// session does setData, with that setData's latencies.
 //
-//     go run ./scripts/hostiletree
-//     go run ./scripts/hostiletree -system zookeeper
+//	go run ./scripts/hostiletree
+//	go run ./scripts/hostiletree -system zookeeper
 //
 // It prints figures; it asserts nothing.
 package main

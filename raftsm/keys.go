@@ -16,29 +16,36 @@ import (
 )
 
 // Pebble key layout (format 2). Every key starts with a one-byte space tag.
-// No key holds a path: a path appears only as a 32-byte SHA-256 (H) in
-// keys and in full only in values, so a key's length does not grow with
-// the depth or length of any path (ZooKeeper allows 1 MB names; format 1
-// put the whole parent path in every key, and index blocks grew to
-// megabytes).
+// No key holds a whole path or name: paths appear as 32-byte SHA-256
+// hashes (H) in keys and in full only in values, so a key's length does
+// not grow with the depth or length of any path (ZooKeeper allows 1 MB
+// names; format 1 put the whole parent path in every key, and index
+// blocks grew to megabytes).
 //
-//	'N' H(parent)[:8] H(path)      a znode: uvarint len(path), then the
-//	                               record (znode.Node); the root's parent is ""
-//	'K' H(parent) H(path)          a child of parent: its name
-//	'E' owner(8, BE) H(path)       ephemeral index: the path a session owns
-//	'C' H(path)                    containers and TTL nodes, for the
-//	                               leader's sweep: the path
-//	's' session(8, BE)             a session: int32 timeout (ms)
-//	'o' session(8, BE)             the connection holding a session: uint64 owner
-//	't' session(8, BE)             the Raft index of the session's last keep-alive
-//	'h' ...                        the change history (history.go)
-//	'm' name                       metadata: applied index, zxid, format, ...
+//	'N' H(parent)[:8] P(name) H(path)  a znode: uvarint len(path), then its
+//	                                   record (znode.Node); the root's
+//	                                   parent is ""
+//	'K' H(parent) H(path)              a child of parent: a flag byte
+//	                                   (childHasChildren), then its name
+//	'E' owner(8, BE) H(path)           ephemeral index: the path a session owns
+//	'C' H(path)                        containers and TTL nodes, for the
+//	                                   leader's sweep: the path
+//	's' session(8, BE)                 a session: int32 timeout (ms)
+//	'o' session(8, BE)                 the connection holding a session: uint64 owner
+//	't' session(8, BE)                 the Raft index of the session's last keep-alive
+//	'h' ...                            the change history (history.go)
+//	'm' name                           metadata: applied index, zxid, format, ...
 //
-// The 8 bytes of the parent's hash in a node key keep siblings together.
+// P(name) is the name's first namePrefixLen bytes, padded with 0x00 (never
+// in a name): with the 8 bytes of the parent's hash before it, siblings
+// sit together in name order as far as their first bytes go, so a
+// sequence of creates (n0000000001, n0000000002, ...) writes and reads
+// neighbouring keys, and reading a directory's children reads few blocks.
 // Listing children walks 'K' H(parent), whose values are names only, so it
-// never reads the children's data; listings are sorted after the walk.
-// A walk of the tree needs no hashing: a child's 'K' key holds the hash of
-// its path, from which its node key and its own children's prefix follow.
+// never reads the children's data; listings are sorted after the walk. A
+// walk of the tree needs no hashing: a child's 'K' key holds its path's
+// hash, the prefix of its own children, and its flag says whether it has
+// any.
 const (
 	spaceNode      = 'N'
 	spaceChild     = 'K'
@@ -84,17 +91,36 @@ func hashes(path string) (parent, self pathHash) {
 
 func hashOf(path string) pathHash { return sha256.Sum256(bytesOf(path)) }
 
-func nodeKeyOf(parent, self *pathHash) []byte {
-	k := make([]byte, 1+8+sha256.Size)
+// namePrefixLen is how much of a name a node key holds.
+const namePrefixLen = 16
+
+// nodeKeyLen is the length of every node key.
+const nodeKeyLen = 1 + 8 + namePrefixLen + sha256.Size
+
+func nodeKeyOf(parent, self *pathHash, name string) []byte {
+	k := make([]byte, nodeKeyLen)
 	k[0] = spaceNode
-	copy(k[1:], parent[:8])
-	copy(k[9:], self[:])
+	copy(k[1:9], parent[:8])
+	copy(k[9:9+namePrefixLen], name) // at most namePrefixLen bytes; the rest stays 0x00
+	copy(k[9+namePrefixLen:], self[:])
 	return k
 }
 
 func nodeKey(path string) []byte {
 	p, s := hashes(path)
-	return nodeKeyOf(&p, &s)
+	return nodeKeyOf(&p, &s, znode.Base(path))
+}
+
+// childHasChildren marks, in a child-index value, a child that has
+// children of its own (CountDescendants looks under it).
+const childHasChildren = 1
+
+func childValue(name string, n *znode.Node) []byte {
+	v := make([]byte, 1, 1+len(name))
+	if n.NumChildren > 0 {
+		v[0] = childHasChildren
+	}
+	return append(v, name...)
 }
 
 func childKeyOf(parent, self *pathHash) []byte {
@@ -258,7 +284,13 @@ func (t treeReader) Get(path string) (*znode.Node, error) {
 // Children lists path's children, from the child cache when its list is
 // that of the state t shows (same parent pzxid).
 func (t treeReader) Children(path string) ([]string, error) {
-	n, err := t.Get(path)
+	return t.children(path, t.Get, t.gen, t.zxid)
+}
+
+// children lists path's children as get sees path; a listing that missed
+// the cache fills it as of (gen, zxid).
+func (t treeReader) children(path string, get func(string) (*znode.Node, error), gen uint64, zxid int64) ([]string, error) {
+	n, err := get(path)
 	if err != nil || n == nil {
 		return nil, err
 	}
@@ -270,8 +302,15 @@ func (t treeReader) Children(path string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := sortedStrings(vals)
-	t.kids.fill(path, n.Pzxid, names, t.gen, t.zxid)
+	names := make([]string, len(vals))
+	for i, v := range vals {
+		if len(v) == 0 {
+			return nil, fmt.Errorf("%w: empty child-index value under %q", znode.ErrCorruptNode, path)
+		}
+		names[i] = string(v[1:])
+	}
+	slices.Sort(names)
+	t.kids.fill(path, n.Pzxid, names, gen, zxid)
 	return names, nil
 }
 
@@ -294,8 +333,9 @@ func (t treeReader) sweepPaths() ([]string, error) {
 
 // CountDescendants counts the nodes below path by walking the child index
 // with one iterator and no hashing: each child's key holds its path's
-// hash, the prefix of its own children. It is O(descendants) whatever the
-// depth or the length of the names.
+// hash, the prefix of its own children, and its value says whether it has
+// any, so the walk seeks only into nodes with children. It is
+// O(descendants) whatever the depth or the length of the names.
 func (t treeReader) CountDescendants(path string) (int32, error) {
 	lo := []byte{spaceChild}
 	it := t.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
@@ -306,10 +346,12 @@ func (t treeReader) CountDescendants(path string) (int32, error) {
 		stack = stack[:len(stack)-1]
 		prefix := childPrefix(&h)
 		for it.SeekGE(prefix); it.Valid() && bytes.HasPrefix(it.Key(), prefix); it.Next() {
-			var child pathHash
-			copy(child[:], it.Key()[len(prefix):])
-			stack = append(stack, child)
 			count++
+			if v := it.Value(); len(v) > 0 && v[0]&childHasChildren != 0 {
+				var child pathHash
+				copy(child[:], it.Key()[len(prefix):])
+				stack = append(stack, child)
+			}
 		}
 	}
 	if err := it.Error(); err != nil {
@@ -351,42 +393,43 @@ func (kv storeKV) Get(path string) (*znode.Node, error) {
 	return decodeNodeValue(v) // v is a copy, or the cache's (never changed)
 }
 
-// Children lists from the batch; storeKV's Get makes the parent's pzxid
-// the one the batch holds.
+// Children lists from the batch, the parent's pzxid as the batch holds
+// it; the batch is newer than every view.
 func (kv storeKV) Children(path string) ([]string, error) {
-	n, err := kv.Get(path)
-	if err != nil || n == nil {
-		return nil, err
-	}
-	if names, ok := kv.kids.get(path, n.Pzxid); ok {
-		return names, nil
-	}
-	self := hashOf(path)
-	vals, err := scanValues(kv.r, childPrefix(&self))
-	if err != nil {
-		return nil, err
-	}
-	names := sortedStrings(vals)
-	z := int64(1<<63 - 1) // the batch is newer than every view
-	kv.kids.fill(path, n.Pzxid, names, kv.kids.generation(), z)
-	return names, nil
+	return kv.children(path, kv.Get, kv.kids.generation(), 1<<63-1)
 }
 
 func (kv storeKV) creates(n *znode.Node) bool { return kv.zxid == nil || n.Czxid == *kv.zxid }
 
 // Put stores a node. A create also writes its child-index entry and, for
-// containers and TTL nodes, its sweep entry.
+// containers and TTL nodes, its sweep entry; a node that gains its first
+// child or loses its last has its child-index flag rewritten.
 func (kv storeKV) Put(path string, n *znode.Node) error {
 	parent, self := hashes(path)
+	name := znode.Base(path)
+	create := kv.creates(n)
+	var old *znode.Node
+	if !create && path != "/" {
+		var err error
+		if old, err = kv.Get(path); err != nil {
+			return err
+		}
+	}
 	v := nodeValue(path, n)
-	if err := kv.w.Set(nodeKeyOf(&parent, &self), v, nil); err != nil {
+	if err := kv.w.Set(nodeKeyOf(&parent, &self, name), v, nil); err != nil {
 		return err
 	}
 	kv.cache.put(path, v)
-	if !kv.creates(n) || path == "/" {
+	if path == "/" {
 		return nil
 	}
-	if err := kv.w.Set(childKeyOf(&parent, &self), []byte(znode.Base(path)), nil); err != nil {
+	if !create {
+		if old == nil || (old.NumChildren > 0) != (n.NumChildren > 0) {
+			return kv.w.Set(childKeyOf(&parent, &self), childValue(name, n), nil)
+		}
+		return nil
+	}
+	if err := kv.w.Set(childKeyOf(&parent, &self), childValue(name, n), nil); err != nil {
 		return err
 	}
 	switch znode.KindOf(n.EphemeralOwner) {
@@ -408,7 +451,7 @@ func (kv storeKV) txZxid() int64 {
 
 func (kv storeKV) Delete(path string) error {
 	parent, self := hashes(path)
-	for _, k := range [][]byte{nodeKeyOf(&parent, &self), childKeyOf(&parent, &self), sweepKey(path)} {
+	for _, k := range [][]byte{nodeKeyOf(&parent, &self, znode.Base(path)), childKeyOf(&parent, &self), sweepKey(path)} {
 		if err := kv.w.Delete(k, nil); err != nil {
 			return err
 		}

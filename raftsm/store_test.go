@@ -230,14 +230,14 @@ func writeFormat1(t *testing.T, dir string, nodes map[string]*znode.Node, eph ma
 func TestFormat1StoreConverted(t *testing.T) {
 	open := &znode.Node{Data: []byte{}, ACL: znode.OpenACL}
 	nodes := map[string]*znode.Node{
-		"/":                 {Data: []byte{}, ACL: znode.OpenACL, NumChildren: 4, Cversion: 4, Pzxid: 9},
-		"/zookeeper":        {Data: []byte{}, ACL: znode.OpenACL, NumChildren: 3},
-		"/zookeeper/quota":  open,
-		"/zookeeper/config": {Data: []byte{}, ACL: znode.ReadACLUnsafe, Aversion: -1},
-		znode.FeaturesPath:  {Data: []byte(znode.Features), ACL: znode.ReadACLUnsafe},
-		"/a":                {Data: []byte("va"), ACL: znode.OpenACL, Czxid: 2, Mzxid: 2, Pzxid: 3, NumChildren: 1, Cversion: 1},
-		"/a/e":              {Data: []byte("ve"), ACL: znode.OpenACL, Czxid: 3, Mzxid: 3, Pzxid: 3, EphemeralOwner: 7},
-		"/box":              {Data: []byte{}, ACL: znode.OpenACL, Czxid: 4, Mzxid: 4, Pzxid: 5, Cversion: 1, EphemeralOwner: znode.ContainerOwner},
+		"/":                             {Data: []byte{}, ACL: znode.OpenACL, NumChildren: 4, Cversion: 4, Pzxid: 9},
+		"/zookeeper":                    {Data: []byte{}, ACL: znode.OpenACL, NumChildren: 3},
+		"/zookeeper/quota":              open,
+		"/zookeeper/config":             {Data: []byte{}, ACL: znode.ReadACLUnsafe, Aversion: -1},
+		znode.FeaturesPath:              {Data: []byte(znode.Features), ACL: znode.ReadACLUnsafe},
+		"/a":                            {Data: []byte("va"), ACL: znode.OpenACL, Czxid: 2, Mzxid: 2, Pzxid: 3, NumChildren: 1, Cversion: 1},
+		"/a/e":                          {Data: []byte("ve"), ACL: znode.OpenACL, Czxid: 3, Mzxid: 3, Pzxid: 3, EphemeralOwner: 7},
+		"/box":                          {Data: []byte{}, ACL: znode.OpenACL, Czxid: 4, Mzxid: 4, Pzxid: 5, Cversion: 1, EphemeralOwner: znode.ContainerOwner},
 		"/" + strings.Repeat("L", 5000): {Data: []byte("long"), ACL: znode.OpenACL, Czxid: 6, Mzxid: 6, Pzxid: 6},
 	}
 	nodes["/zookeeper"].NumChildren = 3

@@ -111,6 +111,9 @@ type Config struct {
 	// age limit. Every member must use the same values.
 	HistoryMax    int64
 	HistoryMaxAge time.Duration
+	// BlockCacheBytes sizes the state machine store's Pebble block cache.
+	// 0 means raftsm.DefaultBlockCacheBytes (256 MiB).
+	BlockCacheBytes int64
 	// ProposalTimeout bounds how long a write may wait for Raft. Default 10s.
 	ProposalTimeout time.Duration
 	// Logger receives structured logs. Default slog.Default().

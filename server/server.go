@@ -119,11 +119,12 @@ func New(cfg Config) (*Server, error) {
 	s.cell = c
 	ll.s.Store(s)
 	smCfg := raftsm.Config{
-		Dir:           filepath.Join(cfg.DataDir, "state"),
-		Options:       znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
-		Sink:          c,
-		HistoryMax:    cfg.HistoryMax,
-		HistoryMaxAge: int64(cfg.HistoryMaxAge / time.Millisecond),
+		Dir:             filepath.Join(cfg.DataDir, "state"),
+		Options:         znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
+		Sink:            c,
+		HistoryMax:      cfg.HistoryMax,
+		HistoryMaxAge:   int64(cfg.HistoryMaxAge / time.Millisecond),
+		BlockCacheBytes: cfg.BlockCacheBytes,
 	}
 	rc := dbconfig.Config{
 		ShardID:            cfg.ShardID,

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/bench"
+	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -60,6 +61,7 @@ func serve(args []string) error {
 		maxTO      = fs.Duration("max-session-timeout", 0, "maximum session timeout (default 20 ticks)")
 		maxCnxns   = fs.Int("max-client-cnxns", 0, "connections allowed per client IP (0: no limit)")
 		maxBuffer  = fs.Int("jute-maxbuffer", 0xfffff, "largest request accepted, in bytes (ZooKeeper's jute.maxbuffer)")
+		blockCache = fs.Int64("block-cache-size", raftsm.DefaultBlockCacheBytes, "bytes of the state store's block cache (Pebble)")
 		readMode   = fs.String("read-mode", "linearizable", "linearizable or sequential (ZooKeeper's own consistency)")
 		extended   = fs.Bool("extended-types", false, "enable TTL nodes (zookeeper.extendedTypesEnabled)")
 		superDig   = fs.String("super-digest", "", "super user digest, user:base64(sha1(user:password)) (zookeeper.DigestAuthenticationProvider.superDigest)")
@@ -134,6 +136,7 @@ func serve(args []string) error {
 		cfg.ReplicaID = *myID
 	}
 	cfg.MaxBuffer = *maxBuffer
+	cfg.BlockCacheBytes = *blockCache
 	cfg.ExtendedTypes = *extended
 	cfg.Join = *join
 	if set["reconfig-enabled"] {

@@ -19,6 +19,7 @@ type applier struct {
 	kv     storeKV
 	opts   znode.Options
 	zxid   int64
+	digest uint64 // the store's digest (digest.go), kept by kv
 	events []Event
 }
 
@@ -194,12 +195,10 @@ func (a *applier) createSession(c *Command) (*Reply, error) {
 		return &Reply{Err: jute.ErrNodeExists, Zxid: a.zxid}, nil
 	}
 	zxid := a.next()
-	var v [4]byte
-	binary.BigEndian.PutUint32(v[:], uint32(c.Timeout))
-	if err := a.kv.w.Set(sessionKey(c.Session), v[:], nil); err != nil {
+	if err := a.kv.set(sessionKey(c.Session), timeoutValue(c.Timeout), nil); err != nil {
 		return nil, err
 	}
-	a.sess[c.Session] = &cachedSession{}
+	a.sess[c.Session] = &cachedSession{timeout: c.Timeout}
 	if err := a.setOwner(c.Session, c.Owner); err != nil {
 		return nil, err
 	}
@@ -224,13 +223,14 @@ func (a *applier) closeSession(id int64, time int64) (*Reply, error) {
 	if err := tx.CloseSession(id); err != nil {
 		return nil, err
 	}
-	if err := a.kv.w.Delete(sessionKey(id), nil); err != nil {
+	cs := a.sess[id]
+	if err := a.kv.del(sessionKey(id), timeoutValue(cs.timeout)); err != nil {
 		return nil, err
 	}
-	if err := a.kv.w.Delete(ownerKey(id), nil); err != nil {
+	if err := a.kv.del(ownerKey(id), ownerValue(cs.owner)); err != nil {
 		return nil, err
 	}
-	if err := a.kv.w.Delete(touchKey(id), nil); err != nil {
+	if err := a.kv.del(touchKey(id), indexValue(cs.touch)); err != nil {
 		return nil, err
 	}
 	delete(a.sess, id)
@@ -247,16 +247,34 @@ func (a *applier) owner(id int64) (uint64, error) {
 }
 
 func (a *applier) setOwner(id int64, owner uint64) error {
+	var old uint64
 	if cs := a.sess[id]; cs != nil {
-		cs.owner = owner
+		old, cs.owner = cs.owner, owner
 	}
 	if owner == 0 {
-		return a.kv.w.Delete(ownerKey(id), nil)
+		return a.kv.del(ownerKey(id), ownerValue(old))
+	}
+	return a.kv.set(ownerKey(id), ownerValue(owner), ownerValue(old))
+}
+
+// The values of a session's keys, from its cachedSession: a zero owner or
+// keep-alive index is no key at all (a stored owner or index is never 0).
+func timeoutValue(t int32) []byte {
+	var v [4]byte
+	binary.BigEndian.PutUint32(v[:], uint32(t))
+	return v[:]
+}
+
+func ownerValue(owner uint64) []byte {
+	if owner == 0 {
+		return nil
 	}
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], owner)
-	return a.kv.w.Set(ownerKey(id), v[:], nil)
+	return v[:]
 }
+
+func indexValue(i uint64) []byte { return ownerValue(i) }
 
 // attach records the connection that now holds a session. It consumes no
 // zxid: like a keep-alive it changes no part of the tree.
@@ -304,12 +322,11 @@ func (a *applier) setConfig(c *Command) (*Reply, error) {
 
 // touch records that a session was kept alive by the entry being applied.
 func (a *applier) touch(id int64) error {
+	var old uint64
 	if cs := a.sess[id]; cs != nil {
-		cs.touch = a.index
+		old, cs.touch = cs.touch, a.index
 	}
-	var v [8]byte
-	binary.BigEndian.PutUint64(v[:], a.index)
-	return a.kv.w.Set(touchKey(id), v[:], nil)
+	return a.kv.set(touchKey(id), indexValue(a.index), indexValue(old))
 }
 
 // touched is the index of a session's last keep-alive (0 if unknown, e.g.
@@ -326,8 +343,9 @@ func (a *applier) touched(id int64) (uint64, error) {
 // Open and after a snapshot and changed with the store, so that a write
 // does not read Pebble to check its session.
 type cachedSession struct {
-	owner uint64
-	touch uint64
+	timeout int32
+	owner   uint64
+	touch   uint64
 }
 
 // loadSessions reads every session, its owner and its last keep-alive.
@@ -347,7 +365,13 @@ func loadSessions(r reader) (map[int64]*cachedSession, error) {
 		}
 		return it.Close()
 	}
-	if err := scan(spaceSession, func(id int64, _ []byte) { out[id] = &cachedSession{} }); err != nil {
+	if err := scan(spaceSession, func(id int64, v []byte) {
+		cs := &cachedSession{}
+		if len(v) == 4 {
+			cs.timeout = int32(binary.BigEndian.Uint32(v))
+		}
+		out[id] = cs
+	}); err != nil {
 		return nil, err
 	}
 	if err := scan(spaceOwner, func(id int64, v []byte) {

@@ -21,6 +21,9 @@ var (
 	// ErrNotLocked means a ReadFunc asked for what only a LockedReadFunc
 	// may have (an iterator that outlives the query).
 	ErrNotLocked = errors.New("raftsm: needs a LockedReadFunc")
+	// ErrDamaged means a store's keys do not add up to its digest, or it
+	// cannot be read back: it lost or changed data after it was written.
+	ErrDamaged = errors.New("raftsm: the state store is damaged")
 	// ErrBadFormat means a store's key layout version is unknown.
 	ErrBadFormat = errors.New("raftsm: unknown store format")
 )

@@ -261,14 +261,25 @@ func writeImport(path string, nodes []ImportedNode, st *ImportedState, children 
 	if err := putInt64(b, keyHistFloor, NextEpoch(st.Zxid)); err != nil {
 		return err
 	}
+	if err := putFormat(b); err != nil {
+		return err
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
 	// The metadata last: a store without it would be taken for a new one.
+	b = db.NewBatch()
+	digest, err := computeDigest(db)
+	if err != nil {
+		return err
+	}
+	if err := putDigest(b, digest); err != nil {
+		return err
+	}
 	if err := putMeta(b, 0, NextEpoch(st.Zxid)); err != nil {
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
-		return err
-	}
-	return nil
+	return b.Commit(pebble.Sync)
 }
 
 // ExportState reads the whole state of a replica's store under dir. The

@@ -363,22 +363,27 @@ func (t treeReader) CountDescendants(path string) (int32, error) {
 
 // storeKV is Update's znode.KV over its indexed batch (reads see the
 // batch's writes). Node reads are served from the node cache, node writes
-// go to it as well as to the batch, and child lists are kept current in
-// the child cache.
+// go to it as well as to the batch, child lists are kept current in the
+// child cache and the digest (digest.go) is kept with every write. A
+// storeKV with no reader (initTree, import, conversion) only writes: every
+// Put creates, and no digest is kept (it is computed afterwards).
 type storeKV struct {
 	treeReader
-	w     writer
-	cache *nodeCache
-	// zxid points at the applier's current zxid: a Put of a node whose
-	// czxid is that zxid creates it (znode.Txn.Create sets czxid to the
-	// transaction's zxid; nothing else does). nil (import, initTree):
-	// every Put creates.
+	w      writer
+	cache  *nodeCache
+	digest *uint64
+	// zxid points at the applier's current zxid, the transaction whose
+	// writes these are (for the child cache's tags).
 	zxid *int64
 }
 
 var _ znode.KV = storeKV{}
 
-func (kv storeKV) Get(path string) (*znode.Node, error) {
+// rawGet returns path's stored value (nil: no such node).
+func (kv storeKV) rawGet(path string) ([]byte, error) {
+	if kv.r == nil {
+		return nil, nil
+	}
 	v, ok := kv.cache.get(path)
 	if !ok {
 		var err error
@@ -387,8 +392,13 @@ func (kv storeKV) Get(path string) (*znode.Node, error) {
 		}
 		kv.cache.put(path, v)
 	}
-	if v == nil {
-		return nil, nil
+	return v, nil
+}
+
+func (kv storeKV) Get(path string) (*znode.Node, error) {
+	v, err := kv.rawGet(path)
+	if err != nil || v == nil {
+		return nil, err
 	}
 	return decodeNodeValue(v) // v is a copy, or the cache's (never changed)
 }
@@ -399,49 +409,6 @@ func (kv storeKV) Children(path string) ([]string, error) {
 	return kv.children(path, kv.Get, kv.kids.generation(), 1<<63-1)
 }
 
-func (kv storeKV) creates(n *znode.Node) bool { return kv.zxid == nil || n.Czxid == *kv.zxid }
-
-// Put stores a node. A create also writes its child-index entry and, for
-// containers and TTL nodes, its sweep entry; a node that gains its first
-// child or loses its last has its child-index flag rewritten.
-func (kv storeKV) Put(path string, n *znode.Node) error {
-	parent, self := hashes(path)
-	name := znode.Base(path)
-	create := kv.creates(n)
-	var old *znode.Node
-	if !create && path != "/" {
-		var err error
-		if old, err = kv.Get(path); err != nil {
-			return err
-		}
-	}
-	v := nodeValue(path, n)
-	if err := kv.w.Set(nodeKeyOf(&parent, &self, name), v, nil); err != nil {
-		return err
-	}
-	kv.cache.put(path, v)
-	if path == "/" {
-		return nil
-	}
-	if !create {
-		if old == nil || (old.NumChildren > 0) != (n.NumChildren > 0) {
-			return kv.w.Set(childKeyOf(&parent, &self), childValue(name, n), nil)
-		}
-		return nil
-	}
-	if err := kv.w.Set(childKeyOf(&parent, &self), childValue(name, n), nil); err != nil {
-		return err
-	}
-	switch znode.KindOf(n.EphemeralOwner) {
-	case znode.OwnerContainer, znode.OwnerTTL:
-		if err := kv.w.Set(sweepKey(path), []byte(path), nil); err != nil {
-			return err
-		}
-	}
-	kv.kids.changed(path, kv.txZxid(), true)
-	return nil
-}
-
 func (kv storeKV) txZxid() int64 {
 	if kv.zxid == nil {
 		return 0
@@ -449,11 +416,84 @@ func (kv storeKV) txZxid() int64 {
 	return *kv.zxid
 }
 
+func swept(n *znode.Node) bool {
+	k := znode.KindOf(n.EphemeralOwner)
+	return k == znode.OwnerContainer || k == znode.OwnerTTL
+}
+
+// Put stores a node with its child-index entry (its flag rewritten when
+// the node gains its first child or loses its last) and, for containers
+// and TTL nodes, its sweep entry.
+func (kv storeKV) Put(path string, n *znode.Node) error {
+	parent, self := hashes(path)
+	name := znode.Base(path)
+	oldRaw, err := kv.rawGet(path)
+	if err != nil {
+		return err
+	}
+	var old *znode.Node
+	if oldRaw != nil {
+		if old, err = decodeNodeValue(oldRaw); err != nil {
+			return err
+		}
+	}
+	v := nodeValue(path, n)
+	if err := kv.set(nodeKeyOf(&parent, &self, name), v, oldRaw); err != nil {
+		return err
+	}
+	kv.cache.put(path, v)
+	if path == "/" {
+		return nil
+	}
+	ck, cv := childKeyOf(&parent, &self), childValue(name, n)
+	var oldCV []byte
+	if old != nil {
+		oldCV = childValue(name, old)
+	}
+	if !bytes.Equal(cv, oldCV) {
+		if err := kv.set(ck, cv, oldCV); err != nil {
+			return err
+		}
+	}
+	if was, is := old != nil && swept(old), swept(n); was != is {
+		sk := sweepKey(path)
+		if is {
+			err = kv.set(sk, []byte(path), nil)
+		} else {
+			err = kv.del(sk, []byte(path))
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if old == nil || old.Czxid != n.Czxid {
+		kv.kids.changed(path, kv.txZxid(), true) // created (again)
+	}
+	return nil
+}
+
 func (kv storeKV) Delete(path string) error {
 	parent, self := hashes(path)
-	for _, k := range [][]byte{nodeKeyOf(&parent, &self, znode.Base(path)), childKeyOf(&parent, &self), sweepKey(path)} {
-		if err := kv.w.Delete(k, nil); err != nil {
+	name := znode.Base(path)
+	oldRaw, err := kv.rawGet(path)
+	if err != nil {
+		return err
+	}
+	if oldRaw != nil {
+		old, err := decodeNodeValue(oldRaw)
+		if err != nil {
 			return err
+		}
+		if err := kv.del(nodeKeyOf(&parent, &self, name), oldRaw); err != nil {
+			return err
+		}
+		if err := kv.del(childKeyOf(&parent, &self), childValue(name, old)); err != nil {
+			return err
+		}
+		if swept(old) {
+			if err := kv.del(sweepKey(path), []byte(path)); err != nil {
+				return err
+			}
 		}
 	}
 	kv.cache.put(path, nil)
@@ -462,8 +502,16 @@ func (kv storeKV) Delete(path string) error {
 }
 
 func (kv storeKV) SetEphemeral(owner int64, path string, present bool) error {
-	if present {
-		return kv.w.Set(ephemeralKey(owner, path), []byte(path), nil)
+	k := ephemeralKey(owner, path)
+	old, err := kv.current(k)
+	if err != nil {
+		return err
 	}
-	return kv.w.Delete(ephemeralKey(owner, path), nil)
+	if present {
+		return kv.set(k, []byte(path), old)
+	}
+	if old == nil {
+		return nil
+	}
+	return kv.del(k, old)
 }

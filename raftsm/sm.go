@@ -129,6 +129,7 @@ type StateMachine struct {
 		cache    *pebble.Cache
 		applied  uint64
 		zxid     int64
+		digest   uint64 // of the applied state (digest.go)
 		sessions map[int64]*cachedSession // every stored session (apply.go)
 		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
 		kids     *childCache              // recent child lists (childcache.go)
@@ -199,6 +200,17 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	s.mu.db, s.mu.cache = db, cache
 	s.mu.nodes.reset()
 	s.mu.kids.reset()
+	index, err := s.openLocked(db)
+	if err != nil {
+		db.Close()
+		cache.Unref()
+		s.mu.db, s.mu.cache = nil, nil
+	}
+	return index, err
+}
+
+// openLocked reads (or initialises) the opened store.
+func (s *StateMachine) openLocked(db *pebble.DB) (uint64, error) {
 	v, err := getValue(db, keyApplied)
 	if err != nil {
 		return 0, err
@@ -208,7 +220,8 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 			return 0, err
 		}
 		s.mu.sessions = map[int64]*cachedSession{}
-		return 0, nil
+		s.mu.digest, err = checkDigest(db, s.dir, 0)
+		return 0, err
 	}
 	if err := convertIfOld(db); err != nil {
 		return 0, fmt.Errorf("raftsm: %s: %w", s.dir, err)
@@ -220,6 +233,9 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 		return 0, fmt.Errorf("%w: applied index of %d bytes", ErrBadSnapshot, len(v))
 	}
 	s.mu.applied = binary.BigEndian.Uint64(v)
+	if s.mu.digest, err = checkDigest(db, s.dir, s.mu.applied); err != nil {
+		return 0, err
+	}
 	z, err := getValue(db, keyZxid)
 	if err != nil {
 		return 0, err
@@ -293,8 +309,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			s.mu.kids.reset()
 		}
 	}()
-	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions}
-	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid}
+	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest}
+	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid, digest: &a.digest}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
 	var now int64
@@ -331,12 +347,16 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if err := putMeta(b, applied, a.zxid); err != nil {
 		return nil, err
 	}
+	if err := putDigest(b, a.digest); err != nil {
+		return nil, err
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return nil, fmt.Errorf("raftsm: commit: %w", err)
 	}
 	committed = true
 	s.mu.applied = applied
 	s.mu.zxid = a.zxid
+	s.mu.digest = a.digest
 	if s.sink != nil {
 		s.sink.Applied(s.shardID, a.zxid, a.events)
 	}

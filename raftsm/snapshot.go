@@ -165,6 +165,14 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
+	if err := convertIfOld(db); err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+	}
+	digest, err := checkDigest(db, s.dir, binary.BigEndian.Uint64(applied))
+	if err != nil {
+		return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
+	}
+	s.mu.digest = digest
 	s.mu.applied = binary.BigEndian.Uint64(applied)
 	s.mu.zxid = int64(binary.BigEndian.Uint64(zxid))
 	sessions, err := loadSessions(db)

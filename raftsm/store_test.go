@@ -2,6 +2,7 @@ package raftsm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand"
 	"slices"
@@ -298,6 +299,114 @@ func TestFormat1StoreConverted(t *testing.T) {
 			if h.node("/box") == nil || h.node("/a/e") != nil {
 				t.Fatal("the converted store did not survive a reopen")
 			}
+		})
+	}
+}
+
+// TestDigestKeptByEveryWrite: after every Update of a random workload that
+// touches every kind of key (nodes, children, ephemerals, containers and
+// TTL nodes, sessions, owners, keep-alives, multis that fail and that
+// delete and create the same path), the digest the state machine kept
+// equals the one its keys give; a reopen checks it again.
+func TestDigestKeptByEveryWrite(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	rnd := rand.New(rand.NewSource(1))
+	sessions := []int64{11, 12, 13}
+	for _, id := range sessions {
+		h.apply(createSession(id, 30000))
+	}
+	paths := []string{"/a", "/a/b", "/a/c", "/d", "/d/e", "/box", "/box/x", "/ttl"}
+	check := func(step int) {
+		t.Helper()
+		h.sm.mu.RLock()
+		got, err := computeDigest(h.sm.mu.db)
+		kept := h.sm.mu.digest
+		h.sm.mu.RUnlock()
+		if err != nil || got != kept {
+			t.Fatalf("step %d: kept digest %016x, the store's keys give %016x (%v)", step, kept, got, err)
+		}
+	}
+	for step := 0; step < 400; step++ {
+		s := sessions[rnd.Intn(len(sessions))]
+		p := paths[rnd.Intn(len(paths))]
+		var cmd *Command
+		switch rnd.Intn(10) {
+		case 0:
+			cmd = create(s, p, jute.FlagEphemeral)
+		case 1:
+			cmd = create(s, p, jute.FlagContainer)
+		case 2:
+			cmd = request(s, jute.OpCreateTTL, &jute.CreateTTLRequest{Path: p, Data: []byte("t"), ACL: znode.OpenACL, Flags: jute.FlagPersistentTTL, TTL: 1000})
+		case 3:
+			cmd = setData(s, p, fmt.Sprint(step), -1)
+		case 4:
+			cmd = deleteNode(s, p, -1)
+		case 5: // delete and create the same path in one transaction
+			cmd = multi(s,
+				jute.MultiOp{Type: jute.OpDelete, Req: &jute.DeleteRequest{Path: p, Version: -1}},
+				jute.MultiOp{Type: jute.OpCreate, Req: &jute.CreateRequest{Path: p, Data: []byte("again"), ACL: znode.OpenACL, Flags: int32(rnd.Intn(2))}})
+		case 6:
+			cmd = &Command{Kind: KindAttach, Session: s, Owner: uint64(rnd.Intn(3) + 1), Time: 9000}
+		case 7:
+			cmd = keepAlive(sessions...)
+		case 8:
+			cmd = create(s, p, 0)
+		case 9:
+			if rnd.Intn(4) == 0 {
+				cmd = closeSession(s)
+				h.apply1(cmd)
+				check(step)
+				cmd = createSession(s, 20000)
+			} else {
+				cmd = create(s, p+"/seq-", jute.FlagEphemeralSequential)
+			}
+		}
+		h.apply1(cmd)
+		check(step)
+	}
+	h.reopen()
+	check(-1)
+}
+
+// TestDamagedStoreRefused: a store that lost a key, or whose value
+// changed, since it was written is refused at Open with ErrDamaged naming
+// it, never served.
+func TestDamagedStoreRefused(t *testing.T) {
+	for _, damage := range []string{"lost node", "lost child entry", "changed node", "lost session"} {
+		t.Run(damage, func(t *testing.T) {
+			dir := t.TempDir()
+			h := newHarness(t, dir)
+			h.apply(createSession(5, 30000), create(5, "/a", 0), create(5, "/a/b", 0))
+			if err := h.sm.Close(); err != nil {
+				t.Fatal(err)
+			}
+			store := StoreDir(dir, 1, 1)
+			db, err := pebble.Open(store, &pebble.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			parent, self := hashes("/a/b")
+			switch damage {
+			case "lost node":
+				err = db.Delete(nodeKeyOf(&parent, &self, "b"), pebble.Sync)
+			case "lost child entry":
+				err = db.Delete(childKeyOf(&parent, &self), pebble.Sync)
+			case "changed node":
+				n := &znode.Node{Data: []byte("forged"), ACL: znode.OpenACL}
+				err = db.Set(nodeKeyOf(&parent, &self, "b"), nodeValue("/a/b", n), pebble.Sync)
+			case "lost session":
+				err = db.Delete(sessionKey(5), pebble.Sync)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			db.Close()
+			sm := New(Config{Dir: dir}, 1, 1)
+			_, err = sm.Open(nil)
+			if !errors.Is(err, ErrDamaged) || !strings.Contains(err.Error(), store) {
+				t.Fatalf("Open of a store with a %s: %v, want ErrDamaged naming %s", damage, err, store)
+			}
+			sm.Close()
 		})
 	}
 }

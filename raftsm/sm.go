@@ -129,7 +129,7 @@ type StateMachine struct {
 		cache    *pebble.Cache
 		applied  uint64
 		zxid     int64
-		digest   uint64 // of the applied state (digest.go)
+		digest   uint64                   // of the applied state (digest.go)
 		sessions map[int64]*cachedSession // every stored session (apply.go)
 		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
 		kids     *childCache              // recent child lists (childcache.go)

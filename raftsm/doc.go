@@ -1,8 +1,24 @@
 // Package raftsm is the Dragonboat on-disk state machine: command encoding,
-// the Pebble key layout, Update/Lookup/snapshots. Update is deterministic: it
-// reads nothing but its entries and its store (no clock, no randomness, no
-// map-order output) and writes data, sessions, zxid and the applied index in
-// one Pebble batch.
+// the Pebble key layout (keys.go, format 2; convert.go reads format 1),
+// Update/Lookup/snapshots, the change history behind resumable watches and
+// the store's digest.
+//
+// Update is deterministic: it reads nothing but its entries and its store
+// (no clock, no randomness, no map-order output) and writes data,
+// sessions, history, zxid, digest and the applied index in one Pebble
+// batch. Keys hold hashes of paths, never paths, so no key grows with a
+// path's depth or length.
+//
+// Reads never hold up Update: Lookup runs a ReadFunc on a Pebble snapshot
+// outside the lock Update holds. Whatever a read registers to hear about
+// later changes must be registered as of View.Zxid (the caller keeps that
+// ordering; the server's watch registry catches a watch up from it). A
+// LockedReadFunc runs under the lock instead, for the short reads that
+// must be atomic with the event stream (opening a history iterator with a
+// live watcher).
+//
+// Open checks the store against its digest and refuses one that lost or
+// changed data (ErrDamaged); it converts a format 1 store in place.
 //
 // It may import znode, session, jute, Dragonboat's statemachine package and
 // Pebble; never the server or anything that knows about sockets. Its caller

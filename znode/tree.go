@@ -107,18 +107,21 @@ func SequenceSuffix(cversion int32) string {
 // so the counter stays at MaxInt32 (and the parent's pzxid stops moving on
 // creates). Every later sequential create under the parent gets the same
 // suffix: NODEEXISTS while that child exists, and the name handed out again
-// once it is deleted. (A create pipelined behind it can still see the
-// in-flight MinInt32 and get "-2147483648", a name that sorts first.)
+// once it is deleted (seen on ZooKeeper 3.8 loaded with a snapshot whose
+// parent stood at 2^31-3). A create pipelined behind the one at MaxInt32
+// can still see the in-flight MinInt32 and get "-2147483648", a name that
+// sorts first.
 //
 // zkraft keeps the counter at MaxInt32 too, so the stored cversion and the
 // client's 2*cversion-numChildren stay ZooKeeper's, and non-sequential
-// creates go on (and move pzxid, as every other create does). A sequential create at MaxInt32 always fails with
-// NODEEXISTS: a name that sorted before its older siblings would hand a lock
-// or a leadership to a newcomer, and a name given twice could make a client
-// that remembers its node take another's for its own. So names run from
-// 0000000000 to 2147483646, each given at most once and each sorting after
-// every earlier one; ZooKeeper gives 2147483647 as well, and again after it
-// is deleted. Recreating the parent starts a new counter.
+// creates go on (and move pzxid, as every other create does). A sequential
+// create at MaxInt32 always fails with NODEEXISTS: a name that sorted before
+// its older siblings would hand a lock or a leadership to a newcomer, and a
+// name given twice could make a client that remembers its node take
+// another's for its own. So names run from 0000000000 to 2147483646, each
+// given at most once and each sorting after every earlier one; ZooKeeper
+// gives 2147483647 as well, and again after it is deleted. Recreating the
+// parent starts a new counter.
 const seqExhausted = math.MaxInt32
 
 // Create applies a create of any mode (create, create2, createContainer,

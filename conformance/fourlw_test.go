@@ -197,10 +197,10 @@ func TestFourLetterWordsEndOfStream(t *testing.T) {
 	}
 }
 
-// TestFourLetterWordClientNeverCloses: a client that sends a word and a
-// newline and then neither reads nor closes still gets the whole answer and
-// the end of the stream when it finally reads.
-func TestFourLetterWordClientNeverCloses(t *testing.T) {
+// TestFourLetterWordClientReadsLate: a client that sends a word and a
+// newline and reads only half a second later, the server's answer long
+// sent, still gets all of it and then a normal end of the stream.
+func TestFourLetterWordClientReadsLate(t *testing.T) {
 	c := dialRaw(t)
 	if err := c.writeRaw([]byte("srvr\n")); err != nil {
 		t.Fatal(err)

@@ -100,6 +100,7 @@ type options struct {
 	zkJar          string
 	keep           bool
 	smoke          bool
+	failOnError    bool
 	value          []byte
 }
 
@@ -136,6 +137,7 @@ func parseFlags(args []string) (*options, error) {
 	java := fs.String("java", "", "java binary (default $JAVA or java)")
 	zkJar := fs.String("zk-jar", launch.DefaultJar, "Apache ZooKeeper jar")
 	keep := fs.Bool("keep", false, "keep every run's server logs (the data directories are removed)")
+	failOnError := fs.Bool("fail-on-error", false, "exit with status 3 when a run failed or any request failed (for CI; time is never asserted)")
 	smoke := fs.Bool("smoke", false, "quick check for CI: -members 1 -shapes "+smokeShapes+" -workloads "+smokeWorkloads+" -pairs 1 -warmup 1s -duration 3s, unless given")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./scripts/sidebyside [flags]\n\nworkloads:\n")
@@ -172,7 +174,7 @@ func parseFlags(args []string) (*options, error) {
 		watchTimeout: *watchTimeout, sessionTimeout: *sessionTimeout, startTimeout: *startTimeout,
 		maxOps: *maxOps, out: *out, zkraftBin: *zkraftBin, zkraftGiven: *zkraftBin != "",
 		zkraftFlags: strings.Fields(*zkraftFlags), zkHeap: *zkHeap, java: *java, zkJar: *zkJar,
-		keep: *keep, smoke: *smoke}
+		keep: *keep, smoke: *smoke, failOnError: *failOnError}
 	switch *system {
 	case "both":
 		o.systems = []launch.System{launch.ZooKeeper, launch.Zkraft}
@@ -299,7 +301,11 @@ func main() {
 	if err := run(ctx, o); err != nil {
 		fmt.Fprintln(os.Stderr, "sidebyside:", err)
 		launch.KillAll()
-		os.Exit(1)
+		code := 1
+		if e, ok := err.(*exitError); ok {
+			code = e.code
+		}
+		os.Exit(code)
 	}
 	if ctx.Err() != nil {
 		os.Exit(130)
@@ -388,8 +394,30 @@ loop:
 	}
 	fmt.Print(table)
 	logf("all runs: %s", filepath.Join(o.out, "results.json"))
+	if o.failOnError {
+		failed, errs := 0, int64(0)
+		for _, r := range res.Runs {
+			if r.Failed != "" {
+				failed++
+			}
+			for _, n := range r.Errors {
+				errs += n
+			}
+		}
+		if failed > 0 || errs > 0 {
+			return &exitError{3, fmt.Errorf("-fail-on-error: %d of %d runs failed, %d errors", failed, len(res.Runs), errs)}
+		}
+	}
 	return nil
 }
+
+// exitError carries an exit status other than 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
 
 func contains2(s []launch.System, v launch.System) bool {
 	for _, x := range s {

@@ -27,7 +27,8 @@ type Run struct {
 	System     string    `json:"system"`
 	Members    int       `json:"members"`
 	Connect    string    `json:"connect"`
-	Addrs      []string  `json:"addrs"` // the connect string the sessions used
+	Addrs      []string  `json:"addrs"`           // the connect string the sessions used
+	Targets    []int     `json:"connect_members"` // the member ids it lists
 	Shape      string    `json:"shape"`
 	Sessions   int       `json:"sessions"`
 	PerSession int       `json:"per_session"`
@@ -53,6 +54,10 @@ type Run struct {
 	// the measured window.
 	Errors         map[string]int64 `json:"errors,omitempty"`
 	ErrorsInWindow int64            `json:"errors_in_window"`
+	// CutOff counts requests of the wind-down that failed only because the
+	// harness closed their sessions (workers still waiting 15 s after the
+	// window, e.g. lock waiters); they are not errors.
+	CutOff int64 `json:"cut_off_at_end,omitempty"`
 
 	// CPU seconds (user+system) in the measured window: the servers'
 	// summed over the members, and this load generator's own.
@@ -118,7 +123,8 @@ type runner struct {
 	ens *launch.Ensemble
 
 	phase    atomic.Int32
-	stopping atomic.Bool
+	stopping atomic.Bool // the window is over: workers end after their request
+	closing  atomic.Bool // sessions closed under workers that did not end
 	issued   atomic.Int64
 
 	sessMu   sync.Mutex
@@ -211,6 +217,13 @@ func (r *runner) execute(ctx context.Context) error {
 		return err
 	}
 	run.Addrs = addrs
+	for _, m := range r.ens.Members {
+		for _, a := range addrs {
+			if a == m.Addr() {
+				run.Targets = append(run.Targets, m.ID)
+			}
+		}
+	}
 	p := &plan{shape: r.c.shape, valueSize: o.valueSize, znodes: o.znodes, children: o.children, watchers: o.watchers, value: o.value}
 	setupStart := time.Now()
 	admin, err := launch.Session(ctx, addrs, 30*time.Second, o.sessionTimeout)
@@ -306,6 +319,7 @@ type counts struct {
 	ops      []int64
 	errs     map[string]int64
 	inWindow int64
+	cutOff   int64 // failed because the harness closed the session
 }
 
 func (k *counts) fail(err error, measured bool) {
@@ -359,11 +373,12 @@ func (r *runner) drive(ctx context.Context, conns []*zk.Conn, p *plan) error {
 	// Workers finish the request they are in; a lock waiter may wait on a
 	// notification: closing the sessions ends it (the sessions close
 	// anyway once the run is over).
-	if !waitTimeout(&wg, 10*time.Second) {
+	if !waitTimeout(&wg, 15*time.Second) {
+		r.closing.Store(true)
 		closeAll(conns)
 		if !waitTimeout(&wg, 10*time.Second) {
 			r.run.WorkersNotStopped = len(workers)
-			return errors.New("workers did not stop within 20 s")
+			return errors.New("workers did not stop within 25 s")
 		}
 	}
 	if err != nil {
@@ -383,6 +398,7 @@ func (r *runner) drive(ctx context.Context, conns []*zk.Conn, p *plan) error {
 			r.countErr(name, n)
 		}
 		run.ErrorsInWindow += k.inWindow
+		run.CutOff += k.cutOff
 	}
 	r.finish(win, total.Count(), &total)
 	if len(kinds) > 1 {
@@ -409,6 +425,10 @@ func (r *runner) work(wk *worker, k *counts) {
 			lat = time.Since(t0)
 		}
 		measured := r.phase.Load() == phaseMeasure
+		if err != nil && r.closing.Load() {
+			k.cutOff++
+			return
+		}
 		if err != nil {
 			k.fail(err, measured)
 			if errors.Is(err, zk.ErrClosing) || errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) {

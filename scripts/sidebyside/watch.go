@@ -199,11 +199,12 @@ func (r *runner) runWatch(ctx context.Context, writer *zk.Conn, addrs []string, 
 	for _, s := range starts {
 		close(s)
 	}
-	if !waitTimeout(&wg, 10*time.Second) {
+	if !waitTimeout(&wg, 15*time.Second) {
+		r.closing.Store(true)
 		closeAll(conns)
 		if !waitTimeout(&wg, 10*time.Second) {
 			run.WorkersNotStopped = n
-			return errors.New("watchers did not stop within 20 s")
+			return errors.New("watchers did not stop within 25 s")
 		}
 	}
 	if res.err != nil {

@@ -1,11 +1,23 @@
 #!/usr/bin/env bash
-# bench-vs-zk.sh runs the same `zkraft bench` workloads against Apache
-# ZooKeeper 3.8 (the Debian package) and against zkraft on this machine, one
-# server at a time (never both at once: the client shares the cores with the
-# server), and prints per workload the ratio zkraft/ZooKeeper of throughput
-# and of p99 latency, as text and as a markdown table.
+# bench-vs-zk.sh compares zkraft with Apache ZooKeeper 3.8 (the Debian
+# package) on this machine.
 #
-# Usage: scripts/bench-vs-zk.sh [options] [-- extra zkraft bench flags]
+# By default it runs the side-by-side harness, scripts/sidebyside: standard
+# go-zookeeper clients in the shapes real clients have, servers it starts
+# itself, alternating runs, medians, CPU per operation; every argument is
+# the harness's (see `go run ./scripts/sidebyside -h` and the section
+# "Side-by-side harness" of docs/performance.md). This is the comparison
+# that performance claims are judged by:
+#
+#   scripts/bench-vs-zk.sh -members 1,3 -pairs 3
+#   scripts/bench-vs-zk.sh -smoke
+#
+# With -L as its first argument it runs the older comparison instead, with
+# zkraft's own load generator (`zkraft bench`: few sessions, deep
+# pipelines), which also measures memory per session and the large tree
+# (-t); its options follow.
+#
+# Usage: scripts/bench-vs-zk.sh -L [options] [-- extra zkraft bench flags]
 #   -d DURATION   measured duration per run (default 10s)
 #   -u WARMUP     warm-up per run (default 3s; the JVM needs its JIT warm)
 #   -w SPECS      workloads, space-separated NAME[:N] (default
@@ -40,6 +52,12 @@
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ "${1:-}" != "-L" ]]; then
+	cd "$repo_root"
+	exec go run ./scripts/sidebyside "$@"
+fi
+shift
+
 log() { printf 'bench-vs-zk: %s\n' "$*" >&2; }
 
 duration=10s

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"crypto/tls"
 	"encoding/binary"
 	"fmt"
 	"io"
@@ -42,7 +43,8 @@ const notServing = "This ZooKeeper instance is not currently serving requests\n"
 
 // fourLetterWord answers a four-letter word and closes the connection, as
 // ZooKeeper's NIOServerCnxn.checkFourLetterWord does: the reply is plain
-// text, ruok, isro and gtmk end without a newline.
+// text, ruok, isro and gtmk end without a newline. answerAndClose ends the
+// connection.
 func (c *conn) fourLetterWord(w string) {
 	s := c.srv
 	s.stats.received.Add(1)
@@ -70,8 +72,64 @@ func (c *conn) fourLetterWord(w string) {
 	default:
 		out = s.fourLetterText(w)
 	}
-	c.enqueue([]byte(out))
-	c.closeAfterFlush()
+	c.answerAndClose([]byte(out))
+}
+
+// fourLetterLinger bounds how long the connection of an answered
+// four-letter word waits for the client to close its side. A client that
+// reads the answer closes at once; one that neither reads nor closes holds
+// the connection's goroutine this long, no longer. A variable for tests.
+var fourLetterLinger = 5 * time.Second
+
+const (
+	// fourLetterWriteTimeout bounds the write of the answer to a client
+	// that does not read it.
+	fourLetterWriteTimeout = handshakeTimeout
+	// fourLetterDrainLimit bounds what is read and dropped after the word.
+	fourLetterDrainLimit = 64 << 10
+)
+
+// answerAndClose writes a four-letter word's answer and ends the connection
+// output first, as ZooKeeper's closeSock does: the answer, then a FIN (on
+// the secure port a TLS close_notify, then the FIN). ZooKeeper closes the
+// socket right after; when the client has sent more than the word (the
+// newline of `echo ruok | nc host 2181`) that close makes Linux send a
+// reset, and a client that sees the reset before it reads (OpenBSD nc polls,
+// gets an error and drops the socket) loses the answer. So what the client
+// still sends is read and dropped until it closes its side, at most
+// fourLetterDrainLimit bytes for at most fourLetterLinger, and only then is
+// the socket closed.
+//
+// It runs on the handshake's goroutine and writes directly: nothing else
+// writes to a connection that has no session.
+func (c *conn) answerAndClose(out []byte) {
+	defer c.close()
+	c.nc.SetWriteDeadline(time.Now().Add(fourLetterWriteTimeout))
+	if _, err := c.nc.Write(out); err != nil {
+		return
+	}
+	c.srv.stats.sent.Add(1)
+	c.st.sent.Add(1)
+	if err := closeWrite(c.nc); err != nil {
+		return
+	}
+	c.nc.SetReadDeadline(time.Now().Add(fourLetterLinger))
+	io.CopyN(io.Discard, c.nc, fourLetterDrainLimit)
+}
+
+// closeWrite shuts down the sending side of nc: a TLS connection sends its
+// close_notify, then the TCP connection under it (or nc itself) its FIN.
+func closeWrite(nc net.Conn) error {
+	if tc, ok := nc.(*tls.Conn); ok {
+		if err := tc.CloseWrite(); err != nil {
+			return err
+		}
+		nc = tc.NetConn()
+	}
+	if cw, ok := nc.(interface{ CloseWrite() error }); ok {
+		return cw.CloseWrite()
+	}
+	return nil
 }
 
 // fourLetterText is the reply of a word that needs a serving member.

@@ -151,9 +151,16 @@ func (s *Server) tlsHandshake(c *conn, tc *tls.Conn) bool {
 	}
 	tc.SetDeadline(time.Time{})
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
-		// X509AuthenticationProvider: the client certificate's subject
-		// (RFC 2253) is the connection's x509 id.
-		id := certs[0].Subject.String()
+		// X509AuthenticationProvider: the client certificate's subject,
+		// as Java's X500Principal.getName() prints it, is the
+		// connection's x509 id (x509name.go). Go's parser has accepted
+		// the subject already, so x509ID failing is not expected; the
+		// connection then has no x509 id rather than a wrong one.
+		id, err := x509ID(certs[0].RawSubject)
+		if err != nil {
+			c.log().Warn("TLS client certificate subject not understood: no x509 id", "err", err)
+			return true
+		}
 		c.setAuthIDs(append(c.authIDs(), jute.ID{Scheme: "x509", ID: id}))
 		c.log().Debug("TLS client authenticated", "x509", id)
 	}

@@ -29,6 +29,8 @@ type testPKI struct {
 	clientCert, clientKy string
 	client               tls.Certificate
 	pool                 *x509.CertPool
+	ca                   *x509.Certificate
+	caKey                *ecdsa.PrivateKey
 }
 
 func newTestPKI(t *testing.T) *testPKI {
@@ -46,6 +48,7 @@ func newTestPKI(t *testing.T) *testPKI {
 	}
 	ca, _ := x509.ParseCertificate(caDER)
 	p.pool.AddCert(ca)
+	p.ca, p.caKey = ca, caKey
 	p.caFile = p.write(t, "ca.pem", pemOf("CERTIFICATE", caDER))
 	issue := func(serial int64, subject pkix.Name, usage ...x509.ExtKeyUsage) ([]byte, []byte) {
 		key, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)

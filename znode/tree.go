@@ -2,6 +2,7 @@ package znode
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -104,10 +105,37 @@ func checkVersion(expected, actual int32) error {
 }
 
 // SequenceSuffix formats a parent's stored cversion as ZooKeeper's
-// String.format("%010d", int) does, wrapping negative past 2^31-1.
+// String.format("%010d", int) does ("-000000001" for a negative one, which
+// ZooKeeper never stores but a hand-made snapshot could hold).
 func SequenceSuffix(cversion int32) string {
 	return fmt.Sprintf("%010d", cversion)
 }
+
+// Past 2^31-1: the sequence counter of a parent is its stored cversion, an
+// int32 that counts every create under it (sequential or not), so it runs
+// out after 2^31-1 creates. ZooKeeper 3.8 and 3.9 (PrepRequestProcessor
+// and DataTree.createNode, unchanged up to master) do not wrap it either:
+// the create at cversion MaxInt32 gets the suffix 2147483647 and carries
+// parentCVersion MinInt32, which DataTree ignores because it is not larger,
+// so the counter stays at MaxInt32 (and the parent's pzxid stops moving on
+// creates). Every later sequential create under the parent gets the same
+// suffix: NODEEXISTS while that child exists, and the name handed out again
+// once it is deleted (seen on ZooKeeper 3.8 loaded with a snapshot whose
+// parent stood at 2^31-3). A create pipelined behind the one at MaxInt32
+// can still see the in-flight MinInt32 and get "-2147483648", a name that
+// sorts first.
+//
+// zkraft keeps the counter at MaxInt32 too, so the stored cversion and the
+// client's 2*cversion-numChildren stay ZooKeeper's, and non-sequential
+// creates go on (and move pzxid, as every other create does). A sequential
+// create at MaxInt32 always fails with NODEEXISTS: a name that sorted before
+// its older siblings would hand a lock or a leadership to a newcomer, and a
+// name given twice could make a client that remembers its node take
+// another's for its own. So names run from 0000000000 to 2147483646, each
+// given at most once and each sorting after every earlier one; ZooKeeper
+// gives 2147483647 as well, and again after it is deleted. Recreating the
+// parent starts a new counter.
+const seqExhausted = math.MaxInt32
 
 // Create applies a create of any mode (create, create2, createContainer,
 // createTTL). ttl is -1 unless the request was a createTTL. It returns the
@@ -159,7 +187,7 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 	if err != nil {
 		return "", nil, err
 	}
-	if existing != nil {
+	if existing != nil || sequential && parent.Cversion == seqExhausted {
 		return "", nil, jute.ErrNodeExists
 	}
 	if KindOf(parent.EphemeralOwner) == OwnerSession {
@@ -185,7 +213,9 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 		EphemeralOwner: owner,
 	}
 	p := parent.Clone()
-	p.Cversion++
+	if p.Cversion < seqExhausted {
+		p.Cversion++ // and never wraps: see seqExhausted
+	}
 	p.Pzxid = tx.Zxid
 	p.NumChildren++
 	if err := tx.KV.Put(parentPath, p); err != nil {

@@ -287,8 +287,9 @@ func TestSequentialCounter(t *testing.T) {
 	}
 }
 
-// TestSequentialNegative: a stored cversion past 2^31-1 (possible in an
-// imported tree) formats as Java does.
+// TestSequentialNegative: a negative stored cversion, which ZooKeeper never
+// stores (its counter stops at 2^31-1, see TestSequentialCounterEdge) but a
+// hand-made snapshot could hold, formats as Java does and counts up.
 func TestSequentialNegative(t *testing.T) {
 	kv := newTree()
 	mustCreate(t, kv, 1, "/w", jute.FlagPersistent)

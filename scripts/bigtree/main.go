@@ -7,8 +7,9 @@
 //	go run ./scripts/bigtree -n 1000000
 //
 // With -system zookeeper it does the same to Apache ZooKeeper 3.8 (the
-// Debian package; standalone, zoo.cfg from the same client port, JVM heap
-// -Xmx1000m as zkServer.sh), for the memory comparison.
+// Debian package; standalone, the same zoo.cfg as zkraft, JVM heap
+// -Xmx1000m as zkServer.sh), for the memory comparison. Both are started
+// by internal/launch.
 //
 //	go run ./scripts/bigtree -n 1000000 -system zookeeper
 //
@@ -16,46 +17,19 @@
 package main
 
 import (
-	"bufio"
+	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/launch"
 )
-
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		panic(err)
-	}
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
-}
-
-func rssKiB(pid int) int {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if strings.HasPrefix(sc.Text(), "VmRSS:") {
-			var kb int
-			fmt.Sscanf(strings.TrimSpace(strings.TrimPrefix(sc.Text(), "VmRSS:")), "%d", &kb)
-			return kb
-		}
-	}
-	return 0
-}
 
 func main() {
 	n := flag.Int("n", 1000000, "znodes to create")
@@ -63,39 +37,30 @@ func main() {
 	flag.Parse()
 	tmp, _ := os.MkdirTemp("", "bigtree-")
 	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "zkraft")
-	if out, err := exec.Command("go", "build", "-o", bin, "./cmd/zkraft").CombinedOutput(); err != nil {
-		fmt.Fprintf(os.Stderr, "build: %v\n%s", err, out)
-		os.Exit(1)
-	}
-	client := fmt.Sprintf("127.0.0.1:%d", freePort())
-	raft := fmt.Sprintf("127.0.0.1:%d", freePort())
-	start := func() (*exec.Cmd, time.Time) {
-		t0 := time.Now()
-		cmd := exec.Command(bin, "--client-addr", client, "--raft-addr", raft, "--data-dir", filepath.Join(tmp, "data"), "--log-level", "warn", "--4lw", "ruok,srvr")
-		cmd.Stderr = os.Stderr
-		if *system == "zookeeper" {
-			cfg := filepath.Join(tmp, "zoo.cfg")
-			_, port, _ := net.SplitHostPort(client)
-			os.WriteFile(cfg, []byte(fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=ruok,srvr\nadmin.enableServer=false\n",
-				filepath.Join(tmp, "data"), port)), 0o644)
-			cmd = exec.Command("java", "-Xmx1000m", "-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar",
-				"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
+	defer launch.KillAll() // the server dies with us, even on a panic
+	cfg := launch.Config{System: launch.System(*system), Dir: filepath.Join(tmp, "server")}
+	if cfg.System == launch.Zkraft {
+		cfg.ZkraftBin = filepath.Join(tmp, "zkraft")
+		if err := launch.BuildZkraft(cfg.ZkraftBin); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
 		}
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // the server dies with us, even on a panic
-		if err := cmd.Start(); err != nil {
-			panic(err)
-		}
-		return cmd, t0
 	}
-	srv, _ := start()
-	defer func() { srv.Process.Kill(); srv.Wait() }()
-	waitServing(client)
-	c, _, err := zk.Connect([]string{client}, 30*time.Second, zk.WithLogInfo(false))
+	ens, err := launch.New(cfg)
 	if err != nil {
 		panic(err)
 	}
-	waitSession(c)
+	defer ens.Stop()
+	ctx := context.Background()
+	if err := ens.StartWait(ctx, 120*time.Second, 3); err != nil {
+		panic(err)
+	}
+	srv := ens.Members[0]
+	client := srv.Addr()
+	c, err := launch.Session(ctx, []string{client}, 60*time.Second, 30*time.Second)
+	if err != nil {
+		panic(err)
+	}
 	value := make([]byte, 100)
 	const per = 500
 	parents := (*n + 9999) / 10000
@@ -130,54 +95,30 @@ func main() {
 	fmt.Printf("created %d znodes in %v (%.0f/s)\n", *n, time.Since(t0).Round(time.Millisecond), float64(*n)/time.Since(t0).Seconds())
 	c.Close()
 	time.Sleep(2 * time.Second)
-	rss := rssKiB(srv.Process.Pid)
+	rss := launch.RSSKiB(srv.PID())
 	fmt.Printf("server RSS with the tree: %d MiB (%.0f bytes per znode)\n", rss/1024, float64(rss)*1024/float64(*n))
-	du, _ := exec.Command("du", "-sm", filepath.Join(tmp, "data")).Output()
+	du, _ := exec.Command("du", "-sm", srv.DataDir()).Output()
 	fmt.Printf("data dir: %s", du)
 
-	srv.Process.Signal(syscall.SIGKILL)
-	srv.Wait()
-	srv, t1 := start()
-	waitServing(client)
+	srv.Kill()
+	t1 := time.Now()
+	if err := srv.Start(); err != nil {
+		panic(err)
+	}
+	if err := ens.Wait(ctx, 120*time.Second); err != nil {
+		panic(err)
+	}
 	last := fmt.Sprintf("/p%04d/n%07d", (*n-1)/10000, *n-1)
-	c2, _, err := zk.Connect([]string{client}, 30*time.Second, zk.WithLogInfo(false))
+	c2, err := launch.Session(ctx, []string{client}, 60*time.Second, 30*time.Second)
 	if err != nil {
 		panic(err)
 	}
 	defer c2.Close()
-	waitSession(c2)
 	if _, _, err := c2.Get(last); err != nil {
 		fmt.Println("read after restart:", err)
 		os.Exit(1)
 	}
 	fmt.Printf("restart after SIGKILL: serving %s again after %v\n", last, time.Since(t1).Round(time.Millisecond))
 	time.Sleep(time.Second)
-	fmt.Printf("server RSS after restart: %d MiB\n", rssKiB(srv.Process.Pid)/1024)
-}
-
-// waitSession waits until c has a session: ZooKeeper answers ruok before
-// it takes sessions.
-func waitSession(c *zk.Conn) {
-	for deadline := time.Now().Add(60 * time.Second); c.State() != zk.StateHasSession && time.Now().Before(deadline); {
-		time.Sleep(10 * time.Millisecond)
-	}
-}
-
-func waitServing(addr string) {
-	deadline := time.Now().Add(120 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err == nil {
-			c.SetDeadline(time.Now().Add(time.Second))
-			c.Write([]byte("ruok"))
-			b := make([]byte, 4)
-			k, _ := c.Read(b)
-			c.Close()
-			if string(b[:k]) == "imok" {
-				return
-			}
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	panic("server did not come up")
+	fmt.Printf("server RSS after restart: %d MiB\n", launch.RSSKiB(srv.PID())/1024)
 }

@@ -20,22 +20,21 @@
 package main
 
 import (
+	"context"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/bench"
+	"github.com/zkraft/zkraft/internal/launch"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -52,6 +51,7 @@ func main() {
 	tmp, err := os.MkdirTemp("", "hostiletree-")
 	must(err)
 	defer os.RemoveAll(tmp)
+	defer launch.KillAll() // the server dies with us, even on a panic
 	addr, stop := start(*system, tmp)
 	defer stop()
 
@@ -248,71 +248,26 @@ func ensure(c *zk.Conn, p string) {
 }
 
 func connect(addr string) *zk.Conn {
-	c, _, err := zk.Connect([]string{addr}, 30*time.Second, zk.WithLogInfo(false), zk.WithMaxBufferSize(4<<20))
+	c, err := launch.Session(context.Background(), []string{addr}, 60*time.Second, 30*time.Second, zk.WithMaxBufferSize(4<<20))
 	must(err)
-	for deadline := time.Now().Add(60 * time.Second); c.State() != zk.StateHasSession; {
-		if time.Now().After(deadline) {
-			must(fmt.Errorf("no session with %s", addr))
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
 	return c
 }
 
 func start(system, tmp string) (string, func()) {
-	port := freePort()
-	serverAddr = fmt.Sprintf("127.0.0.1:%d", port)
-	var cmd *exec.Cmd
-	switch system {
-	case "zkraft":
-		bin := zkraftBin
-		if bin == "" {
-			bin = filepath.Join(tmp, "zkraft")
-			if out, err := exec.Command("go", "build", "-o", bin, "./cmd/zkraft").CombinedOutput(); err != nil {
-				must(fmt.Errorf("build: %v\n%s", err, out))
-			}
-		}
-		cmd = exec.Command(bin, "--client-addr", serverAddr, "--raft-addr", fmt.Sprintf("127.0.0.1:%d", freePort()),
-			"--data-dir", filepath.Join(tmp, "data"), "--log-level", "warn", "--4lw", "ruok")
-	case "zookeeper":
-		cfg := filepath.Join(tmp, "zoo.cfg")
-		must(os.WriteFile(cfg, []byte(fmt.Sprintf("tickTime=2000\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\n4lw.commands.whitelist=ruok\nadmin.enableServer=false\n",
-			filepath.Join(tmp, "data"), port)), 0o644))
-		cmd = exec.Command("java", "-Xmx1000m", "-cp", "/usr/share/java/zookeeper.jar:/usr/share/java/slf4j-nop.jar",
-			"org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg)
-	default:
-		must(fmt.Errorf("unknown system %q", system))
-	}
-	cmd.Stderr = os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	must(cmd.Start())
-	waitRuok(serverAddr)
-	return serverAddr, func() { cmd.Process.Kill(); cmd.Wait() }
-}
-
-func waitRuok(addr string) {
-	for deadline := time.Now().Add(120 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
-		c, err := net.DialTimeout("tcp", addr, 100*time.Millisecond)
-		if err != nil {
-			continue
-		}
-		c.SetDeadline(time.Now().Add(time.Second))
-		c.Write([]byte("ruok"))
-		b := make([]byte, 4)
-		n, _ := c.Read(b)
-		c.Close()
-		if string(b[:n]) == "imok" {
-			return
+	cfg := launch.Config{System: launch.System(system), Dir: filepath.Join(tmp, "server"),
+		ExtraCfg: []string{"4lw.commands.whitelist=ruok,srvr,conf"}}
+	if cfg.System == launch.Zkraft {
+		cfg.ZkraftBin = zkraftBin
+		if cfg.ZkraftBin == "" {
+			cfg.ZkraftBin = filepath.Join(tmp, "zkraft")
+			must(launch.BuildZkraft(cfg.ZkraftBin))
 		}
 	}
-	must(fmt.Errorf("%s did not come up", addr))
-}
-
-func freePort() int {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ens, err := launch.New(cfg)
 	must(err)
-	defer ln.Close()
-	return ln.Addr().(*net.TCPAddr).Port
+	must(ens.StartWait(context.Background(), 120*time.Second, 3))
+	serverAddr = ens.Members[0].Addr()
+	return serverAddr, func() { ens.Stop(); launch.KillAll() }
 }
 
 func pcts(d []time.Duration) [2]time.Duration {
@@ -339,6 +294,7 @@ func round(d time.Duration) time.Duration {
 func must(err error) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hostiletree:", err)
+		launch.KillAll()
 		os.Exit(1)
 	}
 }

@@ -49,11 +49,14 @@ type Config struct {
 	DataDir string
 	// LogDir, if set, holds the Raft log (ZooKeeper's dataLogDir).
 	LogDir string
-	// RaftAddr is this member's Raft address. Default 127.0.0.1:2888.
+	// RaftAddr is this member's Raft address, where it listens for the
+	// other members. In an ensemble it is the RaftAddr of this member's
+	// entry in Members. A standalone member with no RaftAddr opens no Raft
+	// port, as a standalone ZooKeeper opens no quorum port (transport.go);
+	// with one it listens there, ready to be grown into an ensemble.
 	RaftAddr string
 	// Members lists the ensemble. Empty means standalone: this member
-	// alone, with RaftAddr. Otherwise it must contain ReplicaID, whose
-	// RaftAddr is used.
+	// alone. Otherwise it must contain ReplicaID.
 	Members []Member
 	// ShardID is the Raft shard that holds the namespace. Default 1.
 	ShardID uint64
@@ -136,9 +139,6 @@ func (c *Config) Validate() error {
 	if c.ClientAddr == "" {
 		c.ClientAddr = "127.0.0.1:2181"
 	}
-	if c.RaftAddr == "" {
-		c.RaftAddr = "127.0.0.1:2888"
-	}
 	if c.ShardID == 0 {
 		c.ShardID = 1
 	}
@@ -147,6 +147,9 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaID > 254 {
 		return fmt.Errorf("server: replica id %d above 254", c.ReplicaID)
+	}
+	if c.Join && len(c.Members) == 0 {
+		return errors.New("server: joining an ensemble needs its members (the server.N lines)")
 	}
 	if len(c.Members) > 0 {
 		seen := map[uint64]bool{}

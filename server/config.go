@@ -55,6 +55,10 @@ type Config struct {
 	// port, as a standalone ZooKeeper opens no quorum port (transport.go);
 	// with one it listens there, ready to be grown into an ensemble.
 	RaftAddr string
+	// RaftListenAllIPs makes the Raft transport listen on every address
+	// (0.0.0.0) at RaftAddr's port, while the other members still reach it
+	// at RaftAddr (ZooKeeper's quorumListenOnAllIPs).
+	RaftListenAllIPs bool
 	// Members lists the ensemble. Empty means standalone: this member
 	// alone. Otherwise it must contain ReplicaID.
 	Members []Member
@@ -70,7 +74,12 @@ type Config struct {
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
 	// MaxClientCnxns limits connections per client IP; 0 means no limit.
+	// cmd/zkraft defaults it to ZooKeeper's 60.
 	MaxClientCnxns int
+	// MaxCnxns limits the connections of each client listener, the plain
+	// and the TLS one counted apart (ZooKeeper's maxCnxns); 0 means no
+	// limit.
+	MaxCnxns int
 	// MaxBuffer is the largest frame accepted (jute.maxbuffer). Default 0xfffff.
 	MaxBuffer int
 	// ReadMode selects linearizable (default) or sequential reads.
@@ -150,6 +159,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Join && len(c.Members) == 0 {
 		return errors.New("server: joining an ensemble needs its members (the server.N lines)")
+	}
+	if c.MaxClientCnxns < 0 || c.MaxCnxns < 0 {
+		return errors.New("server: connection limits must not be negative")
 	}
 	if len(c.Members) > 0 {
 		seen := map[uint64]bool{}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -50,9 +51,10 @@ type Server struct {
 	// mu guards the connection table. Lock order: cell locks, then mu.
 	mu struct {
 		sync.Mutex
-		conns  map[*conn]struct{}
-		perIP  map[string]int
-		closed bool
+		conns       map[*conn]struct{}
+		perIP       map[string]int
+		perListener [2]int // plain, TLS (maxCnxns)
+		closed      bool
 	}
 }
 
@@ -331,10 +333,29 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		s.counters.connRejected.Add(1)
 		return nil, false
 	}
+	_, secure := nc.(*tls.Conn)
+	if s.cfg.MaxCnxns > 0 && s.mu.perListener[listenerIndex(secure)] >= s.cfg.MaxCnxns {
+		if now, last := time.Now().UnixNano(), s.counters.lastFloodLog.Load(); now-last >= int64(time.Second) &&
+			s.counters.lastFloodLog.CompareAndSwap(last, now) {
+			s.log.Warn("too many connections: refused", "ip", ip, "maxCnxns", s.cfg.MaxCnxns, "secure", secure)
+		}
+		s.counters.connRejected.Add(1)
+		return nil, false
+	}
 	c := newConn(s, s.cell, nc, ip)
 	s.mu.conns[c] = struct{}{}
 	s.mu.perIP[ip]++
+	s.mu.perListener[listenerIndex(secure)]++
 	return c, true
+}
+
+// listenerIndex indexes the per-listener connection counts (maxCnxns):
+// ZooKeeper counts its plain and its secure factory apart.
+func listenerIndex(secure bool) int {
+	if secure {
+		return 1
+	}
+	return 0
 }
 
 func (s *Server) unregister(c *conn) {
@@ -347,6 +368,8 @@ func (s *Server) unregister(c *conn) {
 	if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
 		delete(s.mu.perIP, c.ip)
 	}
+	_, secure := c.nc.(*tls.Conn)
+	s.mu.perListener[listenerIndex(secure)]--
 }
 
 func (s *Server) connCount() int {
@@ -411,6 +434,10 @@ func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
 			nhc.RaftAddress = addr
 		}
 		nhc.Expert.TransportFactory = noNetTransportFactory{}
+	} else if cfg.RaftListenAllIPs {
+		if _, port, err := net.SplitHostPort(cfg.RaftAddr); err == nil {
+			nhc.ListenAddress = net.JoinHostPort("0.0.0.0", port)
+		}
 	}
 	return nhc
 }

@@ -208,3 +208,29 @@ func TestStandaloneGrowsIntoEnsemble(t *testing.T) {
 		t.Fatalf("the promoted member: %q %v", data, err)
 	}
 }
+
+// TestMaxCnxns: past maxCnxns on the client listener, a new connection is
+// closed at once, whatever address it comes from.
+func TestMaxCnxns(t *testing.T) {
+	s := startStandalone(t, func(c *Config) { c.MaxCnxns = 2 })
+	addr := s.Addr().String()
+	held := []*zk.Conn{connectZK(t, addr), connectZK(t, addr)}
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	nc.SetDeadline(time.Now().Add(5 * time.Second))
+	nc.Write([]byte("ruok"))
+	if n, _ := nc.Read(make([]byte, 16)); n != 0 {
+		t.Fatal("a third connection was served with maxCnxns=2")
+	}
+	nc.Close()
+	held[0].Close()
+	for deadline := time.Now().Add(5 * time.Second); s.connCount() > 1 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if got := fourLW(t, addr, "ruok"); got != "imok" {
+		t.Errorf("ruok once a connection closed: %q", got)
+	}
+	held[1].Close()
+}

@@ -133,7 +133,7 @@ var zooKeeperKeys = []zkKey{
 	{key: "jute.maxbuffer", kind: sysOnly},
 	{key: "jute.maxbuffer.extrasize", kind: sysProp, why: "zkraft adds nothing to a request before it is logged, so a request of jute.maxbuffer always fits"},
 	{key: "datadir.autocreate", kind: sysProp},
-	{key: "db.autocreate", kind: sysProp, why: "a zkraft member's data is its Raft log and store; a member whose data is gone must rejoin with --join, it is not recreated as a voter"},
+	{key: "db.autocreate", kind: sysProp, why: "zkraft has no non-voting catch-up for a member whose data is gone: an ensemble member with an empty data directory starts a new Raft replica from its server.N lines; replace such a member under a new id (reconfig, --join)", warn: true},
 
 	// Cluster options.
 	{key: "electionAlg", why: "Raft elects the leader; any value but 3 is refused, as ZooKeeper does"},

@@ -300,7 +300,7 @@ start() {
 					>"$d/stdout.log" 2>&1 </dev/null &
 			elif ((n == 1)); then
 				"$zkraft" --client-addr "${client_addrs[0]}" --raft-addr "127.0.0.1:${ports[1]}" \
-					--data-dir "$d/data" "${zkraft_flags[@]}" >"$d/server.log" 2>&1 </dev/null &
+					--data-dir "$d/data" --max-client-cnxns 0 "${zkraft_flags[@]}" >"$d/server.log" 2>&1 </dev/null &
 			else
 				"$zkraft" --config "$d/zoo.cfg" "${zkraft_flags[@]}" >"$d/server.log" 2>&1 </dev/null &
 			fi

@@ -19,7 +19,7 @@ free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("12
 port="$(free_port)"
 raft="$(free_port)"
 (cd "$repo_root" && go build -o "$tmp/zkraft" ./cmd/zkraft)
-"$tmp/zkraft" --client-addr "127.0.0.1:$port" --raft-addr "127.0.0.1:$raft" --data-dir "$tmp/data" \
+"$tmp/zkraft" --client-addr "127.0.0.1:$port" --raft-addr "127.0.0.1:$raft" --data-dir "$tmp/data" --max-client-cnxns 0 \
 	--extended-types --container-check-interval 1s 2>"$tmp/server.log" &
 pid=$!
 for _ in $(seq 1 100); do

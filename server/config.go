@@ -49,11 +49,18 @@ type Config struct {
 	DataDir string
 	// LogDir, if set, holds the Raft log (ZooKeeper's dataLogDir).
 	LogDir string
-	// RaftAddr is this member's Raft address. Default 127.0.0.1:2888.
+	// RaftAddr is this member's Raft address, where it listens for the
+	// other members. In an ensemble it is the RaftAddr of this member's
+	// entry in Members. A standalone member with no RaftAddr opens no Raft
+	// port, as a standalone ZooKeeper opens no quorum port (transport.go);
+	// with one it listens there, ready to be grown into an ensemble.
 	RaftAddr string
+	// RaftListenAllIPs makes the Raft transport listen on every address
+	// (0.0.0.0) at RaftAddr's port, while the other members still reach it
+	// at RaftAddr (ZooKeeper's quorumListenOnAllIPs).
+	RaftListenAllIPs bool
 	// Members lists the ensemble. Empty means standalone: this member
-	// alone, with RaftAddr. Otherwise it must contain ReplicaID, whose
-	// RaftAddr is used.
+	// alone. Otherwise it must contain ReplicaID.
 	Members []Member
 	// ShardID is the Raft shard that holds the namespace. Default 1.
 	ShardID uint64
@@ -67,7 +74,12 @@ type Config struct {
 	MinSessionTimeout time.Duration
 	MaxSessionTimeout time.Duration
 	// MaxClientCnxns limits connections per client IP; 0 means no limit.
+	// cmd/zkraft defaults it to ZooKeeper's 60.
 	MaxClientCnxns int
+	// MaxCnxns limits the connections of each client listener, the plain
+	// and the TLS one counted apart (ZooKeeper's maxCnxns); 0 means no
+	// limit.
+	MaxCnxns int
 	// MaxBuffer is the largest frame accepted (jute.maxbuffer). Default 0xfffff.
 	MaxBuffer int
 	// ReadMode selects linearizable (default) or sequential reads.
@@ -139,9 +151,6 @@ func (c *Config) Validate() error {
 	if c.ClientAddr == "" {
 		c.ClientAddr = "127.0.0.1:2181"
 	}
-	if c.RaftAddr == "" {
-		c.RaftAddr = "127.0.0.1:2888"
-	}
 	if c.ShardID == 0 {
 		c.ShardID = 1
 	}
@@ -150,6 +159,12 @@ func (c *Config) Validate() error {
 	}
 	if c.ReplicaID > 254 {
 		return fmt.Errorf("server: replica id %d above 254", c.ReplicaID)
+	}
+	if c.Join && len(c.Members) == 0 {
+		return errors.New("server: joining an ensemble needs its members (the server.N lines)")
+	}
+	if c.MaxClientCnxns < 0 || c.MaxCnxns < 0 {
+		return errors.New("server: connection limits must not be negative")
 	}
 	if len(c.Members) > 0 {
 		seen := map[uint64]bool{}

@@ -116,7 +116,7 @@ func (s *Server) initOps() error {
 func (s *Server) tuneNodeHost(nhc *dbconfig.NodeHostConfig) {
 	nhc.SystemEventListener = &s.ops.peers
 	nhc.EnableMetrics = s.cfg.Metrics.Enabled
-	if t := s.cfg.TLS; t.Quorum {
+	if t := s.cfg.TLS; t.Quorum && nhc.Expert.TransportFactory == nil {
 		nhc.MutualTLS = true
 		nhc.CAFile, nhc.CertFile, nhc.KeyFile = t.QuorumCAFile, t.QuorumCertFile, t.QuorumKeyFile
 	}
@@ -167,7 +167,7 @@ func (s *Server) startOps() error {
 			s.log.Error("admin server not started", "addr", s.cfg.Admin.Addr, "err", err)
 		} else {
 			s.ops.adminLn = ln
-			s.ops.admin = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second}
+			s.ops.admin = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.Admin.IdleTimeout}
 			s.wg.Add(1)
 			go func() {
 				defer s.wg.Done()

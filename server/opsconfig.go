@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strings"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -21,6 +22,9 @@ type AdminConfig struct {
 	Addr string
 	// CommandURL is the path prefix (admin.commandURL). Default /commands.
 	CommandURL string
+	// IdleTimeout closes an idle HTTP connection (admin.idleTimeout).
+	// Default 30s.
+	IdleTimeout time.Duration
 }
 
 // MetricsConfig configures the Prometheus endpoint (ZooKeeper's
@@ -96,6 +100,9 @@ func (c *Config) validateOps() error {
 	}
 	if c.Admin.Addr == "" {
 		c.Admin.Addr = "127.0.0.1:8080"
+	}
+	if c.Admin.IdleTimeout <= 0 {
+		c.Admin.IdleTimeout = 30 * time.Second
 	}
 	if c.Admin.CommandURL == "" {
 		c.Admin.CommandURL = "/commands"

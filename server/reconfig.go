@@ -231,7 +231,10 @@ func (c *cell) applyMembership(members []Member) error {
 		}
 	}
 	for id := range m.NonVotings {
-		if mem, ok := want[id]; !ok || !mem.Observer {
+		// An observer that becomes a participant is promoted by the add
+		// below (Dragonboat adds a non-voting replica as a voter in place);
+		// removing it first would retire its id for good.
+		if _, ok := want[id]; !ok {
 			if err := nh.SyncRequestDeleteReplica(ctx, c.shardID, id, 0); err != nil {
 				return fmt.Errorf("remove observer %d: %w", id, err)
 			}

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -55,9 +56,10 @@ type Server struct {
 	// mu guards the connection table. Lock order: cell locks, then mu.
 	mu struct {
 		sync.Mutex
-		conns  map[*conn]struct{}
-		perIP  map[string]int
-		closed bool
+		conns       map[*conn]struct{}
+		perIP       map[string]int
+		perListener [2]int // plain, TLS (maxCnxns)
+		closed      bool
 	}
 }
 
@@ -109,6 +111,9 @@ func New(cfg Config) (*Server, error) {
 	nhc := NodeHostConfig(cfg)
 	nhc.RaftEventListener = ll
 	s.tuneNodeHost(&nhc)
+	if err := checkRecordedRaftAddr(nhc); err != nil {
+		return nil, err
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return nil, fmt.Errorf("server: start raft: %w", err)
@@ -140,7 +145,7 @@ func New(cfg Config) (*Server, error) {
 	members := map[uint64]dragonboat.Target{}
 	join := false
 	if len(cfg.Members) == 0 {
-		members[cfg.ReplicaID] = cfg.RaftAddr
+		members[cfg.ReplicaID] = nhc.RaftAddress
 	} else {
 		for _, m := range cfg.Members {
 			if !m.Observer {
@@ -161,6 +166,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := nh.StartOnDiskReplica(members, join, raftsm.NewFactory(smCfg), rc); err != nil {
 		nh.Close()
+		if errors.Is(err, dragonboat.ErrInvalidShardSettings) {
+			return nil, fmt.Errorf("server: start shard %d: %w: the Raft log in %s was first started with other members "+
+				"than this configuration lists, and Dragonboat keeps to them (change an ensemble with reconfig). "+
+				"A standalone member grows into an ensemble as an ensemble of one: standaloneEnabled=false and one "+
+				"server.N line with the Raft address it was started with, then reconfig -add the others and start them with --join",
+				cfg.ShardID, err, nhc.WALDir)
+		}
 		return nil, fmt.Errorf("server: start shard %d: %w", cfg.ShardID, err)
 	}
 	if s.standalone() {
@@ -200,7 +212,11 @@ func New(cfg Config) (*Server, error) {
 	go c.membershipLoop(s.ctx, &s.wg)
 	s.wg.Add(1)
 	go c.checkImportLoop(s.ctx, &s.wg)
-	s.log.Info("serving", "client", ln.Addr().String(), "raft", cfg.RaftAddr,
+	raftListen := "none (standalone)"
+	if nhc.Expert.TransportFactory == nil {
+		raftListen = nhc.GetListenAddress()
+	}
+	s.log.Info("serving", "client", ln.Addr().String(), "raft", raftListen,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
 	return s, nil
@@ -323,10 +339,29 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		s.counters.connRejected.Add(1)
 		return nil, false
 	}
+	_, secure := nc.(*tls.Conn)
+	if s.cfg.MaxCnxns > 0 && s.mu.perListener[listenerIndex(secure)] >= s.cfg.MaxCnxns {
+		if now, last := time.Now().UnixNano(), s.counters.lastFloodLog.Load(); now-last >= int64(time.Second) &&
+			s.counters.lastFloodLog.CompareAndSwap(last, now) {
+			s.log.Warn("too many connections: refused", "ip", ip, "maxCnxns", s.cfg.MaxCnxns, "secure", secure)
+		}
+		s.counters.connRejected.Add(1)
+		return nil, false
+	}
 	c := newConn(s, s.cell, nc, ip)
 	s.mu.conns[c] = struct{}{}
 	s.mu.perIP[ip]++
+	s.mu.perListener[listenerIndex(secure)]++
 	return c, true
+}
+
+// listenerIndex indexes the per-listener connection counts (maxCnxns):
+// ZooKeeper counts its plain and its secure factory apart.
+func listenerIndex(secure bool) int {
+	if secure {
+		return 1
+	}
+	return 0
 }
 
 func (s *Server) unregister(c *conn) {
@@ -339,6 +374,8 @@ func (s *Server) unregister(c *conn) {
 	if s.mu.perIP[c.ip]--; s.mu.perIP[c.ip] <= 0 {
 		delete(s.mu.perIP, c.ip)
 	}
+	_, secure := c.nc.(*tls.Conn)
+	s.mu.perListener[listenerIndex(secure)]--
 }
 
 func (s *Server) connCount() int {
@@ -381,7 +418,9 @@ var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 
 // NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data
 // dirs and Raft address, for the server and for the offline commands
-// (export) that start its replica. cfg must have its defaults applied.
+// (export) that start its replica. cfg must have its defaults applied. A
+// standalone cfg without a RaftAddr gets the transport that listens on
+// nothing, and the address its data directory recorded (transport.go).
 func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
 	logDir := cfg.LogDir
 	if logDir == "" {
@@ -395,5 +434,30 @@ func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
 		Expert:         dbconfig.GetDefaultExpertConfig(),
 	}
 	nhc.Expert.LogDB = dbconfig.GetSmallMemLogDBConfig()
+	if len(cfg.Members) == 0 && cfg.RaftAddr == "" {
+		nhc.RaftAddress = standaloneRaftAddr
+		if addr, ok := recordedRaftAddr(nhc.NodeHostDir); ok {
+			nhc.RaftAddress = addr
+		}
+		nhc.Expert.TransportFactory = noNetTransportFactory{}
+	} else if cfg.RaftListenAllIPs {
+		if _, port, err := net.SplitHostPort(cfg.RaftAddr); err == nil {
+			nhc.ListenAddress = net.JoinHostPort("0.0.0.0", port)
+		}
+	}
 	return nhc
+}
+
+// checkRecordedRaftAddr refuses, with what to do, a Raft address other
+// than the one the data directory was first started with: Dragonboat
+// would refuse it as "not the owner of the data directory".
+func checkRecordedRaftAddr(nhc dbconfig.NodeHostConfig) error {
+	addr, ok := recordedRaftAddr(nhc.NodeHostDir)
+	if !ok || sameRaftAddr(addr, nhc.RaftAddress) {
+		return nil
+	}
+	return fmt.Errorf("server: the Raft data in %s was first started with Raft address %s, and this member is configured with %s: "+
+		"Dragonboat does not let a member's Raft address change. Start it with %s (--raft-addr, or the peer address of its server.N line; "+
+		"a standalone member needs none). To move this data into an ensemble at other addresses, zkraft export it and zkraft import the export "+
+		"on every member (docs/migration.md)", nhc.NodeHostDir, addr, nhc.RaftAddress, addr)
 }

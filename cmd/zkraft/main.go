@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -49,17 +48,44 @@ func main() {
 }
 
 func serve(args []string) error {
+	cfg, notes, err := serveConfig(args, os.Getenv)
+	if err != nil {
+		return err
+	}
+	logger := cfg.Logger
+	for _, n := range notes {
+		n.log(logger)
+	}
+	if err := checkServeImported(&cfg, logger); err != nil {
+		return err
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		return err
+	}
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	got := <-sig
+	logger.Info("stopping", "signal", got.String())
+	return srv.Close()
+}
+
+// serveConfig builds the member's configuration from the serve flags and,
+// with --config, from zoo.cfg and the JVM flags (getenv is the
+// environment); flags given explicitly win. The notes name the ZooKeeper
+// settings that have no effect.
+func serveConfig(args []string, getenv func(string) string) (server.Config, []note, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	var (
-		configPath = fs.String("config", "", "Apache ZooKeeper zoo.cfg to read (flags given explicitly override it)")
+		configPath = fs.String("config", "", "Apache ZooKeeper zoo.cfg to read, with the -D flags of SERVER_JVMFLAGS/JVMFLAGS from the environment and from java.env or zookeeper-env.sh beside it (flags given explicitly override them)")
 		clientAddr = fs.String("client-addr", "127.0.0.1:2181", "client listener address")
 		dataDir    = fs.String("data-dir", "./zkraft-data", "data directory")
 		logDir     = fs.String("data-log-dir", "", "directory for the Raft log (default: data dir)")
-		raftAddr   = fs.String("raft-addr", "127.0.0.1:2888", "Raft address of this member")
-		tick       = fs.Duration("tick-time", 2*time.Second, "ZooKeeper tickTime")
+		raftAddr   = fs.String("raft-addr", "", "Raft address of this member; a standalone member without one opens no Raft port (an ensemble takes it from its server.N line)")
+		tick       = fs.Duration("tick-time", 3*time.Second, "ZooKeeper tickTime")
 		minTO      = fs.Duration("min-session-timeout", 0, "minimum session timeout (default 2 ticks)")
 		maxTO      = fs.Duration("max-session-timeout", 0, "maximum session timeout (default 20 ticks)")
-		maxCnxns   = fs.Int("max-client-cnxns", 0, "connections allowed per client IP (0: no limit)")
+		maxCnxns   = fs.Int("max-client-cnxns", 60, "connections allowed per client IP (0: no limit)")
 		maxBuffer  = fs.Int("jute-maxbuffer", 0xfffff, "largest request accepted, in bytes (ZooKeeper's jute.maxbuffer)")
 		blockCache = fs.Int64("block-cache-size", raftsm.DefaultBlockCacheBytes, "bytes of the state store's block cache (Pebble)")
 		readMode   = fs.String("read-mode", "linearizable", "linearizable or sequential (ZooKeeper's own consistency)")
@@ -75,32 +101,36 @@ func serve(args []string) error {
 	)
 	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
-		return err
+		return server.Config{}, nil, err
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+		return server.Config{}, nil, fmt.Errorf("--log-level: %w", err)
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
 
 	cfg := server.Config{Logger: logger}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	var notes []note
 	if *configPath != "" {
-		f, err := os.Open(*configPath)
+		zs, err := loadZooCfg(*configPath, getenv)
 		if err != nil {
-			return err
+			return server.Config{}, nil, err
 		}
-		ignored, err := applyZooCfg(f, &cfg)
-		f.Close()
-		if err != nil {
-			return err
+		if set["data-dir"] {
+			// The flag names the data directory that myid is read from.
+			zs.cfg = append(zs.cfg, property{key: "dataDir", value: *dataDir})
 		}
-		sort.Strings(ignored)
-		if len(ignored) > 0 {
-			logger.Info("zoo.cfg keys not used yet", "keys", ignored)
+		if err := zs.apply(&cfg); err != nil {
+			return server.Config{}, nil, err
+		}
+		notes = zs.notes
+		if cfg.DataDir == "" {
+			return server.Config{}, nil, fmt.Errorf("%s has no dataDir (ZooKeeper refuses it too): add one or give --data-dir", *configPath)
 		}
 	}
+	// Flags given explicitly win; without --config every flag applies.
 	override := func(name string, apply func()) {
 		if set[name] || *configPath == "" {
 			apply()
@@ -113,17 +143,24 @@ func serve(args []string) error {
 	override("min-session-timeout", func() { cfg.MinSessionTimeout = *minTO })
 	override("max-session-timeout", func() { cfg.MaxSessionTimeout = *maxTO })
 	override("max-client-cnxns", func() { cfg.MaxClientCnxns = *maxCnxns })
-	if cfg.DataDir == "" {
-		cfg.DataDir = *dataDir
+	override("jute-maxbuffer", func() { cfg.MaxBuffer = *maxBuffer })
+	override("extended-types", func() { cfg.ExtendedTypes = *extended })
+	override("super-digest", func() { cfg.SuperDigest = *superDig })
+	override("container-check-interval", func() { cfg.ContainerCheckInterval = *contCheck })
+	override("enforce-quota", func() { cfg.EnforceQuota = *enforceQ })
+	if *fourLW != "" {
+		cfg.FourLetterWords = strings.Split(*fourLW, ",")
 	}
-	cfg.RaftAddr = *raftAddr
+	if set["raft-addr"] {
+		cfg.RaftAddr = *raftAddr
+	}
 	if len(cfg.Members) > 0 {
 		if *myID != 0 {
 			cfg.ReplicaID = *myID
 		} else {
 			id, err := readMyID(cfg.DataDir)
 			if err != nil {
-				return fmt.Errorf("the config lists an ensemble, so this member needs its id: %w", err)
+				return server.Config{}, nil, fmt.Errorf("the config lists an ensemble, so this member needs its id: %w", err)
 			}
 			cfg.ReplicaID = id
 		}
@@ -135,18 +172,10 @@ func serve(args []string) error {
 	} else if *myID != 0 {
 		cfg.ReplicaID = *myID
 	}
-	cfg.MaxBuffer = *maxBuffer
-	cfg.BlockCacheBytes = *blockCache
-	cfg.ExtendedTypes = *extended
+	cfg.BlockCacheBytes = *blockCache // zkraft's own: no zoo.cfg key
 	cfg.Join = *join
 	if set["reconfig-enabled"] {
 		cfg.ReconfigEnabled = *reconfig
-	}
-	cfg.SuperDigest = *superDig
-	cfg.ContainerCheckInterval = *contCheck
-	cfg.EnforceQuota = *enforceQ
-	if *fourLW != "" {
-		cfg.FourLetterWords = strings.Split(*fourLW, ",")
 	}
 	switch *readMode {
 	case "linearizable":
@@ -154,20 +183,9 @@ func serve(args []string) error {
 	case "sequential":
 		cfg.ReadMode = server.ReadSequential
 	default:
-		return errors.New("--read-mode must be linearizable or sequential")
+		return server.Config{}, nil, errors.New("--read-mode must be linearizable or sequential")
 	}
 
 	ops.apply(&cfg, set, *configPath != "")
-	if err := checkServeImported(&cfg, logger); err != nil {
-		return err
-	}
-	srv, err := server.New(cfg)
-	if err != nil {
-		return err
-	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
-	got := <-sig
-	logger.Info("stopping", "signal", got.String())
-	return srv.Close()
+	return cfg, notes, nil
 }

@@ -66,8 +66,9 @@ const usageExport = `usage: zkraft export --data-dir DIR --zk-data-dir DIR [--zk
 
 Writes the tree and sessions of a stopped zkraft as an Apache ZooKeeper 3.8
 data directory (a snapshot and an empty transaction log). If the zkraft data
-directory has a Raft log, the replica is started first (on --raft-addr, with
-no client listener) until everything committed is applied. With --config,
+directory has a Raft log, the replica is started first (with no client
+listener, and a standalone member's with no Raft listener either) until
+everything committed is applied. With --config,
 the zoo.cfg dataDir (and dataLogDir) is the target unless --zk-data-dir is
 given, and on an ensemble member the replica id and Raft address come from
 myid and the member's server.N line.
@@ -176,6 +177,8 @@ func importCmd(out io.Writer, args []string) error {
 		}
 		if ok && !set["replica-id"] {
 			*replicaID = m.ID
+		} else if !set["replica-id"] && zc.ReplicaID != 0 {
+			*replicaID = zc.ReplicaID // a standalone config with its one server.N line and myid
 		}
 		ensemble = len(zc.Members)
 	}
@@ -569,7 +572,7 @@ func exportCmd(out io.Writer, args []string) error {
 		configPath  = fs.String("config", "", "zoo.cfg zkraft ran with (its dataDir and dataLogDir; the member's myid and server.N line)")
 		dataDir     = fs.String("data-dir", "", "zkraft data directory to read")
 		dataLogDir  = fs.String("data-log-dir", "", "zkraft's Raft log directory (default: --data-dir)")
-		raftAddr    = fs.String("raft-addr", "127.0.0.1:2888", "the Raft address zkraft ran with (the replica is started on it to apply its log)")
+		raftAddr    = fs.String("raft-addr", "", "the Raft address an ensemble member ran with (the replica is started on it to apply its log; a standalone member's is read from its data directory)")
 		shardID     = fs.Uint64("shard-id", 1, "Raft shard of the namespace")
 		replicaID   = fs.Uint64("replica-id", 1, "this member's replica id")
 		extended    = fs.Bool("extended-types", false, "as zkraft ran: TTL nodes enabled (applies log entries the same way)")
@@ -617,6 +620,8 @@ func exportCmd(out io.Writer, args []string) error {
 			if !set["raft-addr"] {
 				*raftAddr = m.RaftAddr
 			}
+		} else if !set["replica-id"] && zc.ReplicaID != 0 {
+			*replicaID = zc.ReplicaID // a standalone config with its one server.N line and myid
 		}
 		ensemble = len(zc.Members) > 1
 	}
@@ -689,9 +694,10 @@ func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragon
 	for _, name := range []string{"raft", "rsm", "transport", "grpc", "dragonboat", "logdb", "raftpb", "config", "settings", "tan", "registry"} {
 		dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
 	}
-	nh, err := dragonboat.NewNodeHost(server.NodeHostConfig(cfg))
+	nhc := server.NodeHostConfig(cfg)
+	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
-		return nil, fmt.Errorf("start the replica on %s (is zkraft still running? was it started with another --raft-addr?): %w", cfg.RaftAddr, err)
+		return nil, fmt.Errorf("start the replica on %s (is zkraft still running? was it started with another --raft-addr?): %w", nhc.RaftAddress, err)
 	}
 	rc := dbconfig.Config{
 		ShardID: cfg.ShardID, ReplicaID: cfg.ReplicaID,
@@ -705,7 +711,7 @@ func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragon
 	// no map.
 	var members map[uint64]dragonboat.Target
 	if !ensemble {
-		members = map[uint64]dragonboat.Target{cfg.ReplicaID: cfg.RaftAddr}
+		members = map[uint64]dragonboat.Target{cfg.ReplicaID: nhc.RaftAddress}
 	}
 	if err := nh.StartOnDiskReplica(members, false, raftsm.NewFactory(smCfg), rc); err != nil {
 		nh.Close()

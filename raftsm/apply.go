@@ -20,7 +20,11 @@ type applier struct {
 	opts   znode.Options
 	zxid   int64
 	digest uint64 // the store's digest (digest.go), kept by kv
-	events []Event
+	// digests are the digests after each entry of this Update, recent
+	// those of earlier Updates (for KindCheckDigest).
+	digests []indexDigest
+	recent  *recentDigests
+	events  []Event
 }
 
 // apply applies one command. A ZooKeeper failure is a Reply with an error
@@ -64,6 +68,8 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 		return a.attach(c)
 	case KindSetConfig:
 		return a.setConfig(c)
+	case KindCheckDigest:
+		return a.checkDigestCommand(c)
 	case KindCheckImport:
 		have, err := getValue(a.kv.r, keyImport)
 		if err != nil {

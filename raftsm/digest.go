@@ -121,3 +121,71 @@ func (kv storeKV) current(k []byte) ([]byte, error) {
 	}
 	return getValue(kv.r, k)
 }
+
+// recentDigests remembers a replica's digest after each of its last
+// applied entries, for KindCheckDigest.
+type recentDigests struct {
+	buf  [maxRecentDigests]indexDigest
+	next int // slots written, ever
+}
+
+type indexDigest struct {
+	index  uint64
+	digest uint64
+}
+
+// maxRecentDigests bounds the entries whose digests a replica remembers:
+// a check that arrives later than that many entries after the index it
+// names is not compared.
+const maxRecentDigests = 4096
+
+func (r *recentDigests) add(index, digest uint64) {
+	r.buf[r.next%maxRecentDigests] = indexDigest{index, digest}
+	r.next++
+}
+
+// at returns the digest after the entry at index, if remembered.
+func (r *recentDigests) at(index uint64) (uint64, bool) {
+	n := min(r.next, maxRecentDigests)
+	for i := 1; i <= n; i++ {
+		e := r.buf[(r.next-i)%maxRecentDigests]
+		if e.index == index {
+			return e.digest, true
+		}
+		if e.index < index {
+			return 0, false
+		}
+	}
+	return 0, false
+}
+
+// DigestCheck encodes a KindCheckDigest body: the digest after index.
+func DigestCheck(index, digest uint64) []byte {
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], index)
+	binary.BigEndian.PutUint64(b[8:], digest)
+	return b[:]
+}
+
+// checkDigest compares a KindCheckDigest with what this replica
+// remembers; it is an error only if the digests differ.
+func (a *applier) checkDigestCommand(c *Command) (*Reply, error) {
+	if len(c.Body) != 16 {
+		return nil, fmt.Errorf("%w: digest check of %d bytes", ErrBadCommand, len(c.Body))
+	}
+	index, want := binary.BigEndian.Uint64(c.Body[:8]), binary.BigEndian.Uint64(c.Body[8:])
+	got, ok := uint64(0), false
+	for i := len(a.digests) - 1; i >= 0 && !ok; i-- {
+		if a.digests[i].index == index {
+			got, ok = a.digests[i].digest, true
+		}
+	}
+	if !ok {
+		got, ok = a.recent.at(index)
+	}
+	if ok && got != want {
+		return nil, fmt.Errorf("%w: after entry %d this replica's digest is %016x, the proposer's %016x",
+			ErrDigestMismatch, index, got, want)
+	}
+	return &Reply{Zxid: a.zxid}, nil
+}

@@ -130,6 +130,7 @@ type StateMachine struct {
 		applied  uint64
 		zxid     int64
 		digest   uint64                   // of the applied state (digest.go)
+		digests  recentDigests            // after each recent entry (digest.go)
 		sessions map[int64]*cachedSession // every stored session (apply.go)
 		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
 		kids     *childCache              // recent child lists (childcache.go)
@@ -309,7 +310,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			s.mu.kids.reset()
 		}
 	}()
-	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest}
+	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest, recent: &s.mu.digests}
 	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid, digest: &a.digest}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
@@ -321,6 +322,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		}
 		applied = e.Index
 		if len(e.Cmd) == 0 {
+			a.digests = append(a.digests, indexDigest{e.Index, a.digest})
 			continue
 		}
 		cmd, err := DecodeCommand(e.Cmd)
@@ -334,6 +336,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			return nil, fmt.Errorf("raftsm: entry %d (%s): %w", e.Index, cmd.Kind, err)
 		}
 		e.Result = sm.Result{Value: uint64(reply.Zxid), Data: marshal(reply)}
+		a.digests = append(a.digests, indexDigest{e.Index, a.digest})
 		if cmd.Time > now {
 			now = cmd.Time
 		}
@@ -357,6 +360,9 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.applied = applied
 	s.mu.zxid = a.zxid
 	s.mu.digest = a.digest
+	for _, d := range a.digests {
+		s.mu.digests.add(d.index, d.digest)
+	}
 	if s.sink != nil {
 		s.sink.Applied(s.shardID, a.zxid, a.events)
 	}
@@ -370,6 +376,7 @@ type View struct {
 	db      *pebble.DB
 	zxid    int64
 	applied uint64
+	digest  uint64
 	// locked: the view is the live store under the state machine's read
 	// lock (a LockedReadFunc), not a snapshot.
 	locked bool
@@ -380,6 +387,10 @@ func (v View) Zxid() int64 { return v.zxid }
 
 // Applied is the Raft index of the last entry applied.
 func (v View) Applied() uint64 { return v.applied }
+
+// Digest is the store's digest after the last entry applied (digest.go),
+// what a KindCheckDigest for Applied carries.
+func (v View) Digest() uint64 { return v.digest }
 
 // Tree is the read-only data tree.
 func (v View) Tree() znode.ReadKV { return v.tree }
@@ -491,7 +502,7 @@ func (s *StateMachine) Lookup(query any) (any, error) {
 			return nil, ErrClosed
 		}
 		tree := treeReader{r: s.mu.db, kids: s.mu.kids, gen: s.mu.kids.generation(), zxid: s.mu.zxid}
-		return fn(View{tree: tree, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied, locked: true})
+		return fn(View{tree: tree, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied, digest: s.mu.digest, locked: true})
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownQuery, query)
 }
@@ -508,7 +519,7 @@ func (s *StateMachine) snapshotView() (View, func(), error) {
 	}
 	snap := db.NewSnapshot()
 	tree := treeReader{r: snap, kids: s.mu.kids, gen: s.mu.kids.generation(), zxid: s.mu.zxid}
-	v := View{tree: tree, db: db, zxid: s.mu.zxid, applied: s.mu.applied}
+	v := View{tree: tree, db: db, zxid: s.mu.zxid, applied: s.mu.applied, digest: s.mu.digest}
 	s.mu.RUnlock()
 	return v, func() {
 		snap.Close()

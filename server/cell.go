@@ -440,6 +440,35 @@ func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 }
 
+// digestLoop makes the ensemble compare its replicas' states: on the
+// leader, every DigestCheckInterval, it proposes its digest after the last
+// entry it applied (raftsm.KindCheckDigest); a replica whose digest after
+// that entry differs stops instead of serving a different tree.
+func (c *cell) digestLoop(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	t := time.NewTicker(c.srv.cfg.DigestCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !c.leader.Load() {
+			continue
+		}
+		type at struct{ index, digest uint64 }
+		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			return at{v.Applied(), v.Digest()}, nil
+		}))
+		if err != nil {
+			continue
+		}
+		a := v.(at)
+		c.proposeAsync(&raftsm.Command{Kind: raftsm.KindCheckDigest, Body: raftsm.DigestCheck(a.index, a.digest), Time: time.Now().UnixMilli()})
+	}
+}
+
 // maxSweepPerInterval bounds the deletions one sweep proposes.
 const maxSweepPerInterval = 1000
 

@@ -103,6 +103,11 @@ type Config struct {
 	// containers and expired TTL nodes (znode.container.checkIntervalMs).
 	// Default 60s.
 	ContainerCheckInterval time.Duration
+	// DigestCheckInterval is how often the leader proposes its state's
+	// digest for every replica to compare with its own (ZooKeeper 3.6+
+	// compares digests with every transaction). Default 10s; negative:
+	// never.
+	DigestCheckInterval time.Duration
 	// EnforceQuota makes hard quota limits fail writes with QUOTAEXCEEDED
 	// (zookeeper.enforceQuota).
 	EnforceQuota bool
@@ -215,6 +220,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinSessionTimeout > c.MaxSessionTimeout {
 		return fmt.Errorf("server: minSessionTimeout %v above maxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.DigestCheckInterval == 0 {
+		c.DigestCheckInterval = 10 * time.Second
 	}
 	if c.ContainerCheckInterval <= 0 {
 		c.ContainerCheckInterval = 60 * time.Second

@@ -212,6 +212,10 @@ func New(cfg Config) (*Server, error) {
 	go c.membershipLoop(s.ctx, &s.wg)
 	s.wg.Add(1)
 	go c.checkImportLoop(s.ctx, &s.wg)
+	if cfg.DigestCheckInterval > 0 {
+		s.wg.Add(1)
+		go c.digestLoop(s.ctx, &s.wg)
+	}
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()

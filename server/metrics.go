@@ -120,7 +120,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge("approximate_data_size", "Approximate data size in bytes (paths and data)", float64(f.dataSize))
 	gauge("watch_count", "Number of watches", float64(f.watches))
 	gauge("num_alive_connections", "Number of client connections", float64(f.connections))
-	gauge("outstanding_requests", "Requests read and not yet answered", float64(f.outstanding))
+	gauge("outstanding_requests", "Requests in process: admitted, reply not yet computed", float64(f.outstanding))
 	gauge("global_sessions", "Number of sessions", float64(f.sessions))
 	gauge("uptime", "Milliseconds since the member started", float64(f.uptime))
 	counter("packets_received", "Packets received from clients", float64(f.received))

@@ -225,7 +225,7 @@ func opAbbrev(op jute.OpCode) string {
 // the connection's processor goroutine.
 func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	s := c.srv
-	s.releaseOutstanding()
+	c.releaseSlot(p)
 	if err != nil || p.start.IsZero() {
 		return
 	}

@@ -1,7 +1,9 @@
 package server
 
 import (
+	"errors"
 	"net"
+	"os"
 	"sync"
 	"time"
 )
@@ -22,6 +24,11 @@ import (
 // outbox over the high-water mark it parks (conn.park): the slots of the
 // requests queued behind it are given back, since they wait for their
 // client, not for the member.
+//
+// A connection whose socket accepts no byte for its session timeout is
+// closed (conn.write), as ZooKeeper's NIO server closes a connection with
+// no I/O for its session timeout; a reply written, even slowly, counts as
+// hearing from the session, because the member chose not to read its pings.
 //
 // So a stalled connection holds no global slot once parked, at most
 // outboxHighWater plus one reply of replies, at most queueBytes plus one
@@ -311,12 +318,39 @@ func (c *conn) outboxProgress(n int) {
 	}
 }
 
+// stallTimeout is how long the socket may accept no byte before the
+// connection is closed: the session timeout (the longest allowed before
+// the handshake set it).
+func (c *conn) stallTimeout() time.Duration {
+	if c.timeout > 0 {
+		return c.timeout
+	}
+	return c.srv.cfg.MaxSessionTimeout
+}
+
 // writeChunk bounds one write call, so that progress (outboxProgress) is
-// seen while a slow client drains a large reply.
+// seen while a slow client drains a large reply, and so that a TLS write,
+// which cannot be resumed once it timed out, gets the whole stall timeout
+// for a small piece.
 const writeChunk = 64 << 10
 
-// write writes frames in pieces of writeChunk.
+// write writes frames, failing when no byte goes out for about the stall
+// timeout; a slow client that keeps reading is not closed.
+//
+// A write that times out reports the bytes it wrote, but not when: most
+// may have gone at once, into the socket buffer, before it blocked. So on
+// TCP each call waits a quarter of the stall timeout at most, and the
+// progress of a call counts from its start: the connection is closed
+// between three quarters of and one stall timeout after the socket last
+// took a byte.
 func (c *conn) write(frames [][]byte) error {
+	_, resumable := c.nc.(*net.TCPConn)
+	stall := c.stallTimeout()
+	wait := stall
+	if resumable {
+		wait = stall / 4
+	}
+	last := time.Now() // the start of the last call that wrote
 	for len(frames) > 0 {
 		var chunk net.Buffers
 		size := 0
@@ -331,16 +365,33 @@ func (c *conn) write(frames [][]byte) error {
 				frames[0] = f[take:]
 			}
 		}
-		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.MaxSessionTimeout))
-		n, err := chunk.WriteTo(c.nc)
-		if n > 0 {
-			c.outboxProgress(int(n))
-		}
-		if err != nil {
-			return err
+		for len(chunk) > 0 {
+			start := time.Now()
+			c.nc.SetWriteDeadline(start.Add(wait))
+			n, err := chunk.WriteTo(c.nc) // consumes what it wrote
+			if n > 0 {
+				last = start
+				c.outboxProgress(int(n))
+			}
+			if err == nil {
+				break
+			}
+			if resumable && errors.Is(err, os.ErrDeadlineExceeded) && time.Since(last) < stall {
+				continue
+			}
+			return c.writeFailed(err)
 		}
 	}
 	return nil
+}
+
+func (c *conn) writeFailed(err error) error {
+	if errors.Is(err, os.ErrDeadlineExceeded) {
+		c.srv.counters.stalledClosed.Add(1)
+		c.log().Warn("client not reading its replies: connection closed", "session", hexID(c.sessionID),
+			"stalled", c.stallTimeout().String())
+	}
+	return err
 }
 
 // warnTooManyConnections logs a refusal under maxClientCnxns, at most once

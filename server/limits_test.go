@@ -173,7 +173,10 @@ func TestRequestTooLarge(t *testing.T) {
 // sessions do getData/setData of small znodes meanwhile. The normal
 // clients must lose no request, connection or session; their latencies are
 // printed. The stalled connections must hold no global slot once they
-// stall and at most a high-water mark of replies and a queue of requests.
+// stall and at most a high-water mark of replies and a queue of requests
+// (TestNonReadingConnectionClosed has their end); the slow reader, which
+// keeps reading, is not closed and keeps its session although its pings
+// wait behind requests the member does not read.
 //
 // The target of the issue is a p99 under 100 ms (a few ms measured on an
 // idle 2-core machine, about 20 ms beside other work). The test asserts
@@ -235,9 +238,9 @@ func TestStalledReadersDoNotStarveOthers(t *testing.T) {
 	}
 	t.Logf("normal clients beside 5 stalled and 1 slow reader: %d ops, p50 %v p99 %v max %v; errors %d disconnects %d expired %d",
 		res.Ops, res.P50, res.P99, res.Max, res.Errors, res.Disconnects, res.Expired)
-	t.Logf("stalled connections opened %d; slow replies read %d; max zk_outstanding_requests %d; "+
+	t.Logf("stalled connections opened %d, closed by the member %d; slow replies read %d; max zk_outstanding_requests %d; "+
 		"worst outbox %d (limit %d) queued request bytes %d",
-		res.StalledConnections, res.SlowReplies, res.MaxOutstanding, w.outbox, limit, w.queued)
+		res.StalledConnections, s.counters.stalledClosed.Load(), res.SlowReplies, res.MaxOutstanding, w.outbox, limit, w.queued)
 	if res.Errors != 0 || res.Disconnects != 0 || res.Expired != 0 {
 		t.Errorf("normal clients: %d errors (first: %s), %d disconnects, %d sessions expired", res.Errors, res.FirstErr, res.Disconnects, res.Expired)
 	}
@@ -256,6 +259,9 @@ func TestStalledReadersDoNotStarveOthers(t *testing.T) {
 	if w.queued > queueBytes+1<<20 {
 		t.Errorf("a connection queued %d request bytes", w.queued)
 	}
+	if res.SlowClosed != 0 || res.SlowReplies == 0 {
+		t.Errorf("slow reader: %d replies read, closed %d times", res.SlowReplies, res.SlowClosed)
+	}
 	// Every slot comes back once the connections are gone.
 	deadline := time.Now().Add(10 * time.Second)
 	for s.outstandingRequests() != 0 && time.Now().Before(deadline) {
@@ -263,5 +269,55 @@ func TestStalledReadersDoNotStarveOthers(t *testing.T) {
 	}
 	if n := s.outstandingRequests(); n != 0 {
 		t.Errorf("%d global slots still held after the load", n)
+	}
+}
+
+// TestNonReadingConnectionClosed: a connection whose client reads nothing
+// is closed once its socket has accepted no byte for the session timeout
+// (4 s here; the client's small receive buffer makes the kernel stop
+// accepting early), and it holds no global slot meanwhile.
+func TestNonReadingConnectionClosed(t *testing.T) {
+	s := startStandalone(t, nil)
+	addr := s.Addr().String()
+	c := connectZK(t, addr)
+	if _, err := c.Create("/big", make([]byte, 1_000_000), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	rc := dialRaw(t, addr) // a 10 s session, negotiated down to 4 s
+	if tc, ok := rc.nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(64 << 10)
+	}
+	rc.nc.SetDeadline(time.Time{})
+	start := time.Now()
+	go func() {
+		for i := 1; i <= 100; i++ {
+			if _, err := rc.nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: int32(i), Type: jute.OpGetData}, &jute.GetDataRequest{Path: "/big"})); err != nil {
+				return
+			}
+		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	for s.counters.stalledClosed.Load() == 0 && time.Now().Before(deadline) {
+		if n := s.outstandingRequests(); n > maxOutstanding {
+			t.Fatalf("%d global slots held", n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	took := time.Since(start)
+	if s.counters.stalledClosed.Load() != 1 {
+		t.Fatalf("the non-reading connection was not closed in %v", took)
+	}
+	t.Logf("closed after %v", took.Round(time.Millisecond))
+	if took < 4*time.Second {
+		t.Errorf("closed after %v, before its session timeout", took)
+	}
+	if _, _, err := c.Get("/big"); err != nil {
+		t.Fatalf("other client: %v", err)
+	}
+	for s.outstandingRequests() != 0 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if n := s.outstandingRequests(); n != 0 {
+		t.Errorf("%d global slots held after the close", n)
 	}
 }

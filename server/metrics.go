@@ -130,6 +130,7 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
 	counter("connection_rejected", "Connections refused by a limit", float64(s.counters.connRejected.Load()))
 	counter("large_requests_rejected", "Requests larger than jute.maxbuffer", float64(s.counters.largeRequestsRejected.Load()))
 	counter("throttled_ops", "Requests that waited for the global outstanding limit", float64(s.counters.throttled.Load()))
+	counter("stalled_connections_closed", "Connections closed because their client read no reply for its session timeout", float64(s.counters.stalledClosed.Load()))
 	gauge("outstanding_tls_handshake", "TLS handshakes in progress", float64(s.counters.tlsHandshakes.Load()))
 	counter("unsuccessful_handshake", "Failed TLS handshakes", float64(s.counters.tlsHandshakeFailed.Load()))
 	gauge("open_file_descriptor_count", "Open file descriptors", float64(f.openFDs))

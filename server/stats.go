@@ -78,6 +78,7 @@ type serverCounters struct {
 	tlsHandshakes              atomic.Int64 // in progress
 	tlsHandshakeFailed         atomic.Int64
 	throttled                  atomic.Int64 // requests that waited for the global limit
+	stalledClosed              atomic.Int64 // connections closed for not reading their replies
 	proposalLast, proposalMin  atomic.Int64
 	proposalMax                atomic.Int64
 	lastFloodLog               atomic.Int64 // unix ns of the last too-many-connections warning

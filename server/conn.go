@@ -60,9 +60,10 @@ type conn struct {
 	readerWake chan struct{}
 	slotsIdle  chan struct{}
 	// slots is the global slots its requests hold, guarded by
-	// srv.outstanding.mu. admitWaits: the reader waits in admit.
-	slots      int
-	admitWaits atomic.Bool
+	// srv.outstanding.mu. readerWaits: the reader waits for the
+	// connection's own pipeline (admit, or an earlier read), not reading.
+	slots       int
+	readerWaits atomic.Bool
 
 	// Set by the handshake, read-only afterwards.
 	sessionID int64
@@ -393,11 +394,13 @@ func (c *conn) readLoop() error {
 		if lastRead != nil && (hdr.Type == jute.OpMulti || hdr.Type == jute.OpCloseSession || znode.IsWrite(hdr.Type)) {
 			// A read must not see a write sent after it on the same
 			// connection: hold later writes until earlier reads have run.
+			c.readerWaits.Store(true)
 			select {
 			case <-lastRead.executed:
 			case <-c.done:
 				return net.ErrClosed
 			}
+			c.readerWaits.Store(false)
 			lastRead = nil
 		}
 		if !c.cell.serving() && !c.cell.waitServing(c.srv.leaderGrace(), c.done) {

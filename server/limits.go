@@ -230,14 +230,13 @@ func (c *conn) admit(size int) error {
 				return nil
 			}
 		}
-		c.admitWaits.Store(true)
+		c.readerWaits.Store(true)
 		select {
 		case <-c.readerWake:
 		case <-c.done:
-			c.admitWaits.Store(false)
 			return net.ErrClosed
 		}
-		c.admitWaits.Store(false)
+		c.readerWaits.Store(false)
 	}
 }
 
@@ -311,9 +310,9 @@ func (c *conn) outboxProgress(n int) {
 		default:
 		}
 	}
-	if c.sessionID != 0 && c.admitWaits.Load() {
+	if c.sessionID != 0 && c.readerWaits.Load() {
 		// The client reads, so it is alive, though the reader does not
-		// read its pings while it waits for the outbox to drain.
+		// read its pings while it waits for the pipeline to drain.
 		c.cell.alive.Record(c.sessionID)
 	}
 }

@@ -136,9 +136,11 @@ type Config struct {
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 
-	// GlobalOutstandingLimit bounds the requests read and not yet answered
-	// across all connections (globalOutstandingLimit); when it is reached
-	// connections are not read until replies free room. Default 1000.
+	// GlobalOutstandingLimit bounds the requests in process across all
+	// connections (globalOutstandingLimit): when it is reached, a
+	// connection with a request in process is not read until a slot frees
+	// (one with none always is, as in ZooKeeper). Default 1000. See
+	// limits.go.
 	GlobalOutstandingLimit int
 	// Admin, Metrics, TLS and SASL are the operations settings
 	// (opsconfig.go).

@@ -39,7 +39,7 @@ type Server struct {
 	// Operations: figures, limits, admin, metrics, TLS and SASL (ops.go).
 	counters    serverCounters
 	metrics     *metrics
-	outstanding chan struct{} // slots of the global outstanding-request limit
+	outstanding outstandingLimit // the global outstanding-request limit (limits.go)
 	ops         opsState
 
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner

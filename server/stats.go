@@ -78,6 +78,7 @@ type serverCounters struct {
 	tlsHandshakes              atomic.Int64 // in progress
 	tlsHandshakeFailed         atomic.Int64
 	throttled                  atomic.Int64 // requests that waited for the global limit
+	stalledClosed              atomic.Int64 // connections closed for not reading their replies
 	proposalLast, proposalMin  atomic.Int64
 	proposalMax                atomic.Int64
 	lastFloodLog               atomic.Int64 // unix ns of the last too-many-connections warning
@@ -225,7 +226,7 @@ func opAbbrev(op jute.OpCode) string {
 // the connection's processor goroutine.
 func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	s := c.srv
-	s.releaseOutstanding()
+	c.releaseSlot(p)
 	if err != nil || p.start.IsZero() {
 		return
 	}

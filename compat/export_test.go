@@ -7,7 +7,7 @@ import (
 
 	zkgo "github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat/zktest"
+	"github.com/zkraft/zkraft/internal/zktest"
 )
 
 // TestExportLoadsInZooKeeper restores each fixture, writes it back as a

@@ -12,7 +12,7 @@
 #   znode.container.checkIntervalMs=500     containers/TTL nodes reaped fast
 #   zookeeper.snapshot.compression.method   gz / snappy
 #   zookeeper.DigestAuthenticationProvider.superDigest (super:secret)
-# runs compat/internal/zkfixture against it (every kind of znode, ACLs,
+# runs internal/zkfixture against it (every kind of znode, ACLs,
 # quotas, multis, failed writes, a closed session, three sessions left open
 # with ephemerals), which writes the client's view of the tree to
 # expected.json, then kills ZooKeeper with SIGKILL while those sessions are
@@ -67,7 +67,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 log "building the fixture client"
-(cd "$repo_root" && go build -o "$tmp/zkfixture" ./compat/internal/zkfixture)
+(cd "$repo_root" && go build -o "$tmp/zkfixture" ./internal/zkfixture)
 
 free_port() {
 	local p=$((23181 + RANDOM % 2000))

@@ -1,7 +1,3 @@
-// Package zktest holds test helpers for the compat package and the import
-// and export commands: a client-side dump of a ZooKeeper tree (what a
-// client sees, Stat and ACL included), its comparison, and a real Apache
-// ZooKeeper 3.8 started from a data directory.
 package zktest
 
 import (

@@ -1,15 +1,3 @@
-// Package resumable is the Go client of zkraft's resumable-watch extension:
-// WatchFrom streams every change under a path after a zxid, in zxid order,
-// each transaction's changes together, and resumes by itself after a
-// disconnect, on any member of the ensemble, from the last zxid it
-// delivered. It works beside a github.com/go-zookeeper/zk connection: it
-// keeps its own connection (and session) for the stream.
-//
-// A server announces the extension with the node /zookeeper/zkraft
-// ("watchFrom=1"); Supported checks it. Against a server without it, or
-// when the requested zxid is older than the server's retained history,
-// WatchFrom fails: ErrCompacted carries the oldest zxid still available, so
-// the caller can re-read the tree and watch from there.
 package resumable
 
 import (

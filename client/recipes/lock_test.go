@@ -9,7 +9,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat/recipes"
+	"github.com/zkraft/zkraft/client/recipes"
 	"github.com/zkraft/zkraft/internal/testserver"
 )
 

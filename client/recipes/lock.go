@@ -1,14 +1,3 @@
-// Package recipes holds coordination recipes that surface what ZooKeeper
-// keeps but never hands out: a fencing token with every lock grant (the
-// holder's lock znode's czxid, Chubby's sequencer, Kleppmann's fencing
-// token) and an epoch with every leadership (the leader znode's czxid). A
-// resource protected by the lock checks tokens with a Guard and refuses any
-// older than one it has already seen, so a holder that lost its session
-// while paused cannot overwrite the work of the next one.
-//
-// The recipes run on a github.com/go-zookeeper/zk connection against any
-// ZooKeeper-compatible server; czxids only grow, so tokens are strictly
-// increasing across holders on ZooKeeper and zkraft alike.
 package recipes
 
 import (

@@ -10,7 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat/resumable"
+	"github.com/zkraft/zkraft/client/resumable"
 )
 
 // BenchmarkReplay measures how fast a resumable watch replays retained

@@ -15,7 +15,7 @@ import (
 )
 
 // Import and export: a whole tree with its sessions written into a fresh
-// state-machine store (from a ZooKeeper data directory, see package compat)
+// state-machine store (from a ZooKeeper data directory, see package zkdata)
 // or read back out of one.
 
 var (

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make-zk-fixtures.sh makes the ZooKeeper data directories under
-# compat/testdata/zk with a real Apache ZooKeeper 3.8 (the Debian package
+# zkdata/testdata/zk with a real Apache ZooKeeper 3.8 (the Debian package
 # `zookeeper`), for the import/export tests.
 #
 # For each variant (plain, gz and snappy snapshots; snappy also with a
@@ -20,12 +20,12 @@
 # zero padding of the logs cut off so that the fixtures stay small
 # (ZooKeeper reads a log to EOF the same way).
 #
-# Usage: scripts/make-zk-fixtures.sh [OUT_DIR]   (default compat/testdata/zk)
+# Usage: scripts/make-zk-fixtures.sh [OUT_DIR]   (default zkdata/testdata/zk)
 # Environment: JAVA (java binary), ZK_KEEP_TMP (keep the temporary dirs).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out_root="${1:-$repo_root/compat/testdata/zk}"
+out_root="${1:-$repo_root/zkdata/testdata/zk}"
 zk_jar=/usr/share/java/zookeeper.jar
 java_bin="${JAVA:-$(command -v java || true)}"
 

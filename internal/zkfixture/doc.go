@@ -17,6 +17,6 @@
 // one needs, and cuts the zero padding off every log.
 //
 // Only scripts/make-zk-fixtures.sh runs it. It uses internal/zktest for the
-// dump and package compat for reading logs, and must never import the
+// dump and package zkdata for reading logs, and must never import the
 // server or raftsm: the fixtures are what ZooKeeper wrote, not zkraft.
 package main

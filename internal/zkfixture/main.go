@@ -16,8 +16,8 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat"
 	"github.com/zkraft/zkraft/internal/zktest"
+	"github.com/zkraft/zkraft/zkdata"
 )
 
 func main() {
@@ -269,7 +269,7 @@ func prune(args []string) {
 		check("remove", os.Remove(l.path))
 	}
 	for _, l := range logs[first:] {
-		r, err := compat.OpenLog(l.path)
+		r, err := zkdata.OpenLog(l.path)
 		check("open log", err)
 		for {
 			_, _, err := r.Next()

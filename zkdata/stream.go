@@ -1,4 +1,4 @@
-package compat
+package zkdata
 
 import (
 	"bufio"
@@ -62,7 +62,7 @@ func ParseCompression(s string) (Compression, error) {
 	case "snappy":
 		return CompressionSnappy, nil
 	}
-	return 0, fmt.Errorf("compat: unknown snapshot compression %q (want gz, snappy or empty)", s)
+	return 0, fmt.Errorf("zkdata: unknown snapshot compression %q (want gz, snappy or empty)", s)
 }
 
 // compressionOf picks the wrapper from a file name as SnapStream does: the

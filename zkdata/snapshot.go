@@ -1,4 +1,4 @@
-package compat
+package zkdata
 
 import (
 	"bufio"
@@ -303,7 +303,7 @@ func (c *checkedWriter) seal() {
 // version 2, t's digest) and seal 2, wrapped in compression c.
 func WriteSnapshot(w io.Writer, t *Tree, c Compression) error {
 	if t.lookup("/") == nil {
-		return fmt.Errorf("compat: the tree has no root")
+		return fmt.Errorf("zkdata: the tree has no root")
 	}
 	zw := newSnapshotStream(w, c)
 	cw := &checkedWriter{w: bufio.NewWriterSize(zw, 256<<10), sum: adler32.New(), jw: jute.NewWriter(4096)}

@@ -1,4 +1,4 @@
-package compat
+package zkdata
 
 import (
 	"encoding/binary"
@@ -155,7 +155,7 @@ func (t *Tree) Add(path string, zn *znode.Node) error {
 	}
 	if path != "/" {
 		if err := znode.ValidatePath(path); err != nil {
-			return fmt.Errorf("compat: node %q: %w", path, err)
+			return fmt.Errorf("zkdata: node %q: %w", path, err)
 		}
 	}
 	return t.insert(path, n)

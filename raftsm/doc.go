@@ -20,8 +20,14 @@
 // Open checks the store against its digest and refuses one that lost or
 // changed data (ErrDamaged); it converts a format 1 store in place.
 //
+// ImportState and ExportState write a whole tree into a fresh store and
+// read one back out of a stopped one, for zkraft import and export.
+//
 // It may import znode, session, jute, Dragonboat's statemachine package and
-// Pebble; never the server or anything that knows about sockets. Its caller
-// registers an EventSink to receive watch triggers and session changes as
-// they are applied.
+// Pebble; never the server, zkdata or anything that knows about sockets
+// (internal/layout's test checks it). Its caller hands it an EventSink in
+// Config to receive watch triggers, session changes, keep-alives and
+// resets as they are applied; the sink is called with the state machine's
+// write lock held, so it must not block or call back into the state
+// machine. Every replica of a shard must be given the same Options.
 package raftsm

@@ -6,8 +6,8 @@
 // Update is deterministic: it reads nothing but its entries and its store
 // (no clock, no randomness, no map-order output) and writes data,
 // sessions, history, zxid, digest and the applied index in one Pebble
-// batch. Keys hold hashes of paths, never paths, so no key grows with a
-// path's depth or length.
+// batch. Keys hold hashes of paths and at most a 16-byte prefix of a name,
+// never a path, so no key grows with a path's depth or length.
 //
 // Reads never hold up Update: Lookup runs a ReadFunc on a Pebble snapshot
 // outside the lock Update holds. Whatever a read registers to hear about

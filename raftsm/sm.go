@@ -59,12 +59,16 @@ type Event struct {
 }
 
 // EventSink receives the events of each Update, in log order, after the
-// Update's batch is committed and visible to Lookup and before any proposer
-// learns its result. It is called with the state machine's write lock held,
-// so it must not call back into the state machine and must not block.
+// Update's batch is committed and before any proposer learns its result.
+// It is called with the state machine's write lock held, so it must not
+// call back into the state machine and must not block.
 //
-// INVARIANT: a reader that observes a change (Lookup after the batch
-// commits) runs after the sink has been given that change's triggers.
+// INVARIANT: a reader that observes a change takes its snapshot after the
+// sink has been given that change's triggers (the snapshot is taken under
+// the read lock). A ReadFunc may run while later Updates deliver their
+// events; what it registers to hear about changes must be registered as of
+// View.Zxid and caught up from there (the server's watch registry does).
+// A LockedReadFunc sees no Update and no event while it runs.
 // Open also calls Applied once, with no events, to report the stored zxid.
 type EventSink interface {
 	Applied(shardID uint64, zxid int64, events []Event)

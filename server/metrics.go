@@ -79,10 +79,10 @@ func (m *metrics) request(op jute.OpCode, write bool, d time.Duration) {
 	case write:
 		m.updateLatency.Observe(ms)
 		m.commit.Observe(d.Seconds())
-	case op != jute.OpPing && op != jute.OpAuth && op != jute.OpSASL:
+	case !opTable[op].untimed:
 		m.readLatency.Observe(ms)
 	}
-	m.requests.WithLabelValues(op.String()).Inc()
+	m.requests.WithLabelValues(opLabel(op)).Inc()
 }
 
 // leaderChanged is called by the cell when the shard's leader changes.

@@ -163,63 +163,6 @@ func (st *connStats) reset() {
 	st.mu.Unlock()
 }
 
-// opAbbrev is ZooKeeper's lastOp for each op (FinalRequestProcessor).
-func opAbbrev(op jute.OpCode) string {
-	switch op {
-	case jute.OpPing:
-		return "PING"
-	case jute.OpCreateSession:
-		return "SESS"
-	case jute.OpMulti:
-		return "MULT"
-	case jute.OpMultiRead:
-		return "MLTR"
-	case jute.OpCreate, jute.OpCreate2, jute.OpCreateTTL, jute.OpCreateContainer:
-		return "CREA"
-	case jute.OpDelete, jute.OpDeleteContainer:
-		return "DELE"
-	case jute.OpSetData:
-		return "SETD"
-	case jute.OpReconfig:
-		return "RECO"
-	case jute.OpSetACL:
-		return "SETA"
-	case jute.OpCheck:
-		return "CHEC"
-	case jute.OpExists:
-		return "EXIS"
-	case jute.OpGetData:
-		return "GETD"
-	case jute.OpSetWatches, jute.OpSetWatches2:
-		return "SETW"
-	case jute.OpAddWatch:
-		return "ADDW"
-	case jute.OpGetACL:
-		return "GETA"
-	case jute.OpGetChildren, jute.OpGetChildren2:
-		return "GETC"
-	case jute.OpGetAllChildrenNumber:
-		return "GETACN"
-	case jute.OpCheckWatches:
-		return "CHKW"
-	case jute.OpRemoveWatches:
-		return "REMW"
-	case jute.OpGetEphemerals:
-		return "GETE"
-	case jute.OpWhoAmI:
-		return "HOMI"
-	case jute.OpSync:
-		return "SYNC"
-	case jute.OpCloseSession:
-		return "CLOS"
-	case jute.OpAuth:
-		return "AUTH"
-	case jute.OpSASL:
-		return "SASL"
-	}
-	return op.String()
-}
-
 // requestDone records a completed request: the member's and the
 // connection's latency, last op and zxid, and the response size. It runs on
 // the connection's processor goroutine.
@@ -235,7 +178,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	write := p.rs != nil
 	if write {
 		s.counters.writes.add(ms)
-	} else if p.op != jute.OpPing && p.op != jute.OpAuth && p.op != jute.OpSASL {
+	} else if !opTable[p.op].untimed {
 		s.counters.reads.add(ms)
 	}
 	s.metrics.request(p.op, write, now.Sub(p.start))
@@ -250,7 +193,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	}
 	st := &c.st
 	st.mu.Lock()
-	st.mu.lop = opAbbrev(p.op)
+	st.mu.lop = lastOpOf(p.op)
 	if p.xid >= 0 {
 		st.mu.lcxid = int64(p.xid)
 	}

@@ -64,8 +64,8 @@ func (s *Server) adminCommand(name string, query url.Values) string {
 // serverStatsJSON is server_stats, and with the connections stats.
 func (s *Server) serverStatsJSON(withConns bool) jobj {
 	f := s.figures()
-	resp := jobj{{"last_buffer_size", s.counters.lastResp.Load()}, {"min_buffer_size", s.counters.minResp.Load()},
-		{"max_buffer_size", s.counters.maxResp.Load()}}
+	resp := jobj{{"last_buffer_size", s.counters.resp.last.Load()}, {"min_buffer_size", s.counters.resp.min.Load()},
+		{"max_buffer_size", s.counters.resp.max.Load()}}
 	d, l := s.dirSizes()
 	st := jobj{
 		{"packets_sent", f.sent},
@@ -90,8 +90,8 @@ func (s *Server) serverStatsJSON(withConns bool) jobj {
 	out := jobj{{"version", Version}, {"read_only", false}, {"server_stats", st},
 		{"client_response", resp}, {"node_count", f.nodeCount}}
 	if f.mode == "leader" {
-		out = append(out, kv{"proposal_stats", jobj{{"last_buffer_size", s.counters.proposalLast.Load()},
-			{"min_buffer_size", s.counters.proposalMin.Load()}, {"max_buffer_size", s.counters.proposalMax.Load()}}})
+		out = append(out, kv{"proposal_stats", jobj{{"last_buffer_size", s.counters.proposals.last.Load()},
+			{"min_buffer_size", s.counters.proposals.min.Load()}, {"max_buffer_size", s.counters.proposals.max.Load()}}})
 	}
 	if withConns {
 		out = append(out, kv{"connections", s.adminConns(false, false)},

@@ -47,7 +47,8 @@ type command struct {
 // (ZooKeeper 3.8's names, sorted).
 var commands = []command{
 	{name: "configuration", aliases: []string{"config"}, word: "conf", serving: true, text: confText, json: configurationJSON},
-	{name: "connection_stat_reset", word: "crst", serving: true, text: crstText, json: crstJSON},
+	{name: "connection_stat_reset", word: "crst", serving: true,
+		text: thenSay((*Server).resetConnStats, "Connection stats reset.\n"), json: thenEmpty((*Server).resetConnStats)},
 	{name: "connections", word: "cons", serving: true, text: consText, json: connectionsJSON},
 	{name: "dirs", word: "dirs", serving: true, text: dirsText, json: dirsJSON},
 	{name: "dump", word: "dump", serving: true, text: dumpText, json: dumpJSON},
@@ -71,7 +72,8 @@ var commands = []command{
 	{name: "ruok", word: "ruok", text: func(*Server, []byte) string { return "imok" }, json: emptyJSON},
 	{name: "server_stats", word: "srvr", serving: true, text: srvrText, json: serverStatsJSON},
 	{name: "set_trace_mask", word: "stmk", arg: 8, text: stmkText, json: setTraceMaskJSON},
-	{name: "stat_reset", word: "srst", serving: true, text: srstText, json: srstJSON},
+	{name: "stat_reset", word: "srst", serving: true,
+		text: thenSay((*Server).resetServerStats, "Server stats reset.\n"), json: thenEmpty((*Server).resetServerStats)},
 	{name: "stats", word: "stat", serving: true, text: statText, json: statsJSON},
 	{name: "system_properties", aliases: []string{"sysp"}, json: environmentJSON},
 	{name: "voting_view", serving: true, json: votingViewJSON},
@@ -115,6 +117,22 @@ func (c *command) needsServing(asWord bool) bool {
 }
 
 func emptyJSON(*Server, url.Values) (jobj, string) { return jobj{}, "" }
+
+// thenSay is the word of a command that does fn and says so.
+func thenSay(fn func(*Server), said string) func(*Server, []byte) string {
+	return func(s *Server, _ []byte) string {
+		fn(s)
+		return said
+	}
+}
+
+// thenEmpty is the AdminServer command that does fn and answers no fields.
+func thenEmpty(fn func(*Server)) func(*Server, url.Values) (jobj, string) {
+	return func(s *Server, q url.Values) (jobj, string) {
+		fn(s)
+		return emptyJSON(s, q)
+	}
+}
 
 // pairsJSON is a list of key and value pairs as one JSON object.
 func pairsJSON(pairs []kv) jobj {
@@ -169,16 +187,6 @@ func (s *Server) resetConnStats() {
 	for _, c := range s.conns() {
 		c.st.reset()
 	}
-}
-
-func crstText(s *Server, _ []byte) string {
-	s.resetConnStats()
-	return "Connection stats reset.\n"
-}
-
-func crstJSON(s *Server, _ url.Values) (jobj, string) {
-	s.resetConnStats()
-	return jobj{}, ""
 }
 
 func consText(s *Server, _ []byte) string {
@@ -310,16 +318,6 @@ func statText(s *Server, _ []byte) string {
 func serverStatsJSON(s *Server, _ url.Values) (jobj, string) { return s.serverStatsJSON(false), "" }
 
 func statsJSON(s *Server, _ url.Values) (jobj, string) { return s.serverStatsJSON(true), "" }
-
-func srstText(s *Server, _ []byte) string {
-	s.resetServerStats()
-	return "Server stats reset.\n"
-}
-
-func srstJSON(s *Server, _ url.Values) (jobj, string) {
-	s.resetServerStats()
-	return jobj{}, ""
-}
 
 func votingViewJSON(s *Server, _ url.Values) (jobj, string) {
 	cfg := jobj{}

@@ -148,10 +148,10 @@ func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
 
 func (s *Server) proposalSizes() string {
 	c := &s.counters
-	if c.proposalLast.Load() == 0 {
+	if c.proposals.last.Load() == 0 {
 		return "-1/-1/-1"
 	}
-	return fmt.Sprintf("%d/%d/%d", c.proposalLast.Load(), c.proposalMin.Load(), c.proposalMax.Load())
+	return fmt.Sprintf("%d/%d/%d", c.proposals.last.Load(), c.proposals.min.Load(), c.proposals.max.Load())
 }
 
 // conns lists the live connections.

@@ -375,16 +375,21 @@ func setWatches(sw *jute.SetWatches2, kv znode.ReadKV) *result {
 		return n
 	}
 	missed := func(typ jute.EventType, p string) { res.before = append(res.before, note{-1, typ, p}) }
-	for _, p := range sw.DataWatches {
-		switch n := get(p); {
-		case n == nil:
-			missed(jute.EventNodeDeleted, p)
-		case n.Mzxid > rel:
-			missed(jute.EventNodeDataChanged, p)
-		default:
-			res.watch(tableData, p, modeStandard)
+	// A data or child watch fires NodeDeleted for a node that is gone, its
+	// change event for a node changed after rel, or is registered.
+	catchUp := func(paths []string, t watchTable, changed func(*znode.Node) bool, ev jute.EventType) {
+		for _, p := range paths {
+			switch n := get(p); {
+			case n == nil:
+				missed(jute.EventNodeDeleted, p)
+			case changed(n):
+				missed(ev, p)
+			default:
+				res.watch(t, p, modeStandard)
+			}
 		}
 	}
+	catchUp(sw.DataWatches, tableData, func(n *znode.Node) bool { return n.Mzxid > rel }, jute.EventNodeDataChanged)
 	for _, p := range sw.ExistWatches {
 		if get(p) != nil {
 			missed(jute.EventNodeCreated, p)
@@ -399,15 +404,6 @@ func setWatches(sw *jute.SetWatches2, kv znode.ReadKV) *result {
 	for _, p := range sw.PersistentRecursiveWatches {
 		res.watch(tableData, p, modeRecursive)
 	}
-	for _, p := range sw.ChildWatches {
-		switch n := get(p); {
-		case n == nil:
-			missed(jute.EventNodeDeleted, p)
-		case n.Pzxid > rel:
-			missed(jute.EventNodeChildrenChanged, p)
-		default:
-			res.watch(tableChild, p, modeStandard)
-		}
-	}
+	catchUp(sw.ChildWatches, tableChild, func(n *znode.Node) bool { return n.Pzxid > rel }, jute.EventNodeChildrenChanged)
 	return res
 }

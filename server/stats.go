@@ -68,54 +68,53 @@ func javaDouble(v float64) string {
 // are not kept elsewhere. All fields are updated lock-free except the
 // latency summaries.
 type serverCounters struct {
-	all, reads, writes latency // request latency, ms
-	// Response sizes (bytes) of replies to requests.
-	lastResp, minResp, maxResp atomic.Int64
-	bytesReceived              atomic.Int64
-	authFailed                 atomic.Int64
-	connRejected               atomic.Int64 // maxClientCnxns, limits
-	largeRequestsRejected      atomic.Int64
-	tlsHandshakes              atomic.Int64 // in progress
-	tlsHandshakeFailed         atomic.Int64
-	throttled                  atomic.Int64 // requests that waited for the global limit
-	proposalLast, proposalMin  atomic.Int64
-	proposalMax                atomic.Int64
-	lastFloodLog               atomic.Int64 // unix ns of the last too-many-connections warning
+	all, reads, writes    latency // request latency, ms
+	resp                  sizes   // of replies to requests
+	proposals             sizes   // of proposed commands
+	bytesReceived         atomic.Int64
+	authFailed            atomic.Int64
+	connRejected          atomic.Int64 // maxClientCnxns, limits
+	largeRequestsRejected atomic.Int64
+	tlsHandshakes         atomic.Int64 // in progress
+	tlsHandshakeFailed    atomic.Int64
+	throttled             atomic.Int64 // requests that waited for the global limit
+	lastFloodLog          atomic.Int64 // unix ns of the last too-many-connections warning
 }
 
-func (s *serverCounters) response(n int) {
+// sizes is a last, min and max of sizes in bytes, lock-free; all three are
+// 0 until the first.
+type sizes struct {
+	last, min, max atomic.Int64
+}
+
+func (z *sizes) add(n int) {
 	v := int64(n)
-	s.lastResp.Store(v)
+	z.last.Store(v)
 	for {
-		cur := s.minResp.Load()
-		if (cur != 0 && cur <= v) || s.minResp.CompareAndSwap(cur, v) {
+		cur := z.min.Load()
+		if (cur != 0 && cur <= v) || z.min.CompareAndSwap(cur, v) {
 			break
 		}
 	}
 	for {
-		cur := s.maxResp.Load()
-		if cur >= v || s.maxResp.CompareAndSwap(cur, v) {
+		cur := z.max.Load()
+		if cur >= v || z.max.CompareAndSwap(cur, v) {
 			break
 		}
 	}
 }
 
-func (s *serverCounters) proposal(n int) {
-	v := int64(n)
-	s.proposalLast.Store(v)
-	for {
-		cur := s.proposalMin.Load()
-		if (cur != 0 && cur <= v) || s.proposalMin.CompareAndSwap(cur, v) {
-			break
-		}
-	}
-	for {
-		cur := s.proposalMax.Load()
-		if cur >= v || s.proposalMax.CompareAndSwap(cur, v) {
-			break
-		}
-	}
+func (z *sizes) reset() {
+	z.last.Store(0)
+	z.min.Store(0)
+	z.max.Store(0)
 }
+
+// response records the size of a reply.
+func (s *serverCounters) response(n int) { s.resp.add(n) }
+
+// proposal records the size of a proposed command.
+func (s *serverCounters) proposal(n int) { s.proposals.add(n) }
 
 // reset is srst: ZooKeeper resets latency, packet counts and the response
 // sizes.
@@ -125,9 +124,7 @@ func (s *Server) resetServerStats() {
 	s.counters.writes.reset()
 	s.stats.received.Store(0)
 	s.stats.sent.Store(0)
-	s.counters.lastResp.Store(0)
-	s.counters.minResp.Store(0)
-	s.counters.maxResp.Store(0)
+	s.counters.resp.reset()
 	s.counters.authFailed.Store(0)
 }
 

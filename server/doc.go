@@ -8,6 +8,13 @@
 // operator surfaces: four-letter words, the AdminServer and Prometheus
 // metrics.
 //
+// One place for each table of facts: optable.go says how each op code is
+// answered (with jute's op table, everything known about an op), and
+// reads.go has one named handler per read op; commands.go is the registry
+// of operator commands that fourlw.go (four-letter words) and admin.go (the
+// AdminServer) serve; figures.go lists each figure mntr and the Prometheus
+// endpoint show, once.
+//
 // It may import raftsm, znode, session and jute, Dragonboat, Pebble (for
 // the store's metrics) and the Prometheus client; never zkdata, the client
 // tree or cmd (internal/layout's test checks it).

@@ -2,6 +2,7 @@ package server
 
 import (
 	"reflect"
+	"strings"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -128,8 +129,15 @@ func lastOpOf(op jute.OpCode) string {
 	return op.String()
 }
 
-// opLabel is the op's label in zkraft_requests_total: jute's name.
-func opLabel(op jute.OpCode) string { return op.String() }
+// opLabel is the op's label in zkraft_requests_total: jute's name, and
+// "unknown" for every op code jute does not know (a label per code would
+// let a client grow the metric without bound by sending made-up codes).
+func opLabel(op jute.OpCode) string {
+	if name := op.String(); !strings.HasPrefix(name, "unknown(") {
+		return name
+	}
+	return "unknown"
+}
 
 // readHandler builds the execution of a read from its decoded request.
 type readHandler struct {

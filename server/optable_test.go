@@ -122,3 +122,15 @@ func TestReadOpsAnswerJuteRecords(t *testing.T) {
 		}
 	}
 }
+
+// TestUnknownOpsShareOneLabel: op codes ZooKeeper does not know share the
+// label "unknown", so a client cannot grow the request metric without
+// bound by sending made-up codes.
+func TestUnknownOpsShareOneLabel(t *testing.T) {
+	if a, b := opLabel(jute.OpCode(777)), opLabel(jute.OpCode(-99)); a != "unknown" || b != "unknown" {
+		t.Fatalf("labels %q and %q, want unknown", a, b)
+	}
+	if got := opLabel(jute.OpGetData); got != jute.OpGetData.String() {
+		t.Fatalf("getData label %q", got)
+	}
+}

@@ -47,7 +47,9 @@ func main() {
 		err = fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "zkraft:", err)
+		// One line: a library's message may have several (Pebble lists
+		// each missing table on its own line).
+		fmt.Fprintln(os.Stderr, "zkraft:", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 		os.Exit(1)
 	}
 }

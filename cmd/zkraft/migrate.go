@@ -16,7 +16,6 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 	dbconfig "github.com/lni/dragonboat/v4/config"
-	dblogger "github.com/lni/dragonboat/v4/logger"
 
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
@@ -691,9 +690,7 @@ func exportCmd(out io.Writer, args []string) error {
 // startReplica starts the replica of cfg with no client listener and no
 // session expiry.
 func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragonboat.NodeHost, error) {
-	for _, name := range []string{"raft", "rsm", "transport", "grpc", "dragonboat", "logdb", "raftpb", "config", "settings", "tan", "registry"} {
-		dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
-	}
+	server.QuietRaftLogs()
 	nhc := server.NodeHostConfig(cfg)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {

@@ -37,7 +37,11 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
+	os.Exit(code)
 }
 
 // ensMember is one member of the ensemble: the same ports, zoo.cfg, myid

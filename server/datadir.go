@@ -324,7 +324,7 @@ func awaitOpen(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, g *openGate
 	case errors.Is(res.err, sm.ErrOpenStopped) || errors.Is(res.err, errStoppedOpening):
 		return errStoppedOpening
 	}
-	return openFailure(rep.stateStore.Store.Dir, res.err)
+	return openFailure(rep.stateStore, res.err)
 }
 
 func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID uint64, rep *dataDirReport) error {
@@ -356,15 +356,19 @@ func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID u
 	return nil
 }
 
-// openFailure is the error of a failed Open of the state machine's store.
-func openFailure(stateStore string, cause error) error {
-	if d := storecheck.Diagnose(storecheck.Store{Dir: stateStore, Options: raftsm.StoreOptions()}, cause); d != nil {
+// openFailure is the error of a failed Open of the state machine's store,
+// whose report checkDataDir made before Open changed anything (Pebble's
+// open for writing replaces the MANIFEST and deletes what it no longer
+// lists, so a damaged one is seen only in the report).
+func openFailure(r *storecheck.Report, cause error) error {
+	if d := storecheck.Diagnose(r.Store, cause); d != nil {
 		return damaged(d)
 	}
-	if errors.Is(cause, raftsm.ErrBadSnapshot) {
-		// raftsm's own metadata (applied index, zxid, sessions) in the
-		// store does not decode.
-		return damaged(&storecheck.Damage{File: stateStore, Problem: "zkraft's metadata in the state machine's store is damaged", Err: cause})
+	if errors.Is(cause, raftsm.ErrDamaged) || errors.Is(cause, raftsm.ErrBadSnapshot) {
+		// raftsm's own metadata in the store (applied index, zxid,
+		// sessions, the digest) does not decode or does not match the
+		// data.
+		return damaged(storecheck.LostWrites(r, "the state machine's store does not hold what zkraft recorded in it ("+storecheck.OneLine(cause.Error())+")"))
 	}
 	return &oneLineError{prefix: "server: open the state machine: ", err: cause}
 }

@@ -168,6 +168,9 @@ func checkErr(err error) error {
 	if errors.Is(err, storecheck.ErrDamaged) {
 		return damaged(err)
 	}
+	if storecheck.IsLocked(err) {
+		return &oneLineError{prefix: "server: the data directory is in use by another process (is a member already running on it?): ", err: err}
+	}
 	return &oneLineError{prefix: "server: check the data directory: ", err: err}
 }
 

@@ -86,7 +86,7 @@ func Check(s Store, inspect func(*pebble.DB) error) (*Report, error) {
 		r.Torn = checkRecords(r.Manifest, 0, "MANIFEST")
 	}
 	err := checkOpen(s, false, inspect)
-	if err == nil || isDamage(err) || isLocked(err) {
+	if err == nil || isDamage(err) || IsLocked(err) {
 		return r, err
 	}
 	// Pebble reads the newest OPTIONS file before anything else and fails
@@ -121,7 +121,9 @@ func isDamage(err error) bool {
 	return errors.As(err, &d)
 }
 
-func isLocked(err error) bool {
+// IsLocked reports whether err is Pebble failing to lock a store another
+// process holds.
+func IsLocked(err error) bool {
 	return errors.Is(err, syscall.EWOULDBLOCK) || errors.Is(err, syscall.EAGAIN)
 }
 

@@ -205,65 +205,15 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 }
 
 // treeCounts are the data tree's node, ephemeral and approximate-size
-// figures, kept from applied events so that mntr and srvr cost O(1) on any
-// tree size. They start from one walk of the store (raftsm.View.TreeStats)
-// when first needed and after a snapshot from another replica replaced the
-// state (the walk runs inside a state-machine read, which excludes Applied,
-// so no event is counted twice or missed).
-//
-// The alternative, a cached walk refreshed every few seconds, would hold
-// the state machine's read lock, and so stall every write, for O(nodes)
-// time on each refresh; one walk per start is the smaller cost.
-type treeCounts struct {
-	valid      atomic.Bool
-	nodes      atomic.Int64
-	ephemerals atomic.Int64
-	dataSize   atomic.Int64
-}
-
-// apply counts one applied event; called from cell.Applied.
-func (t *treeCounts) apply(ev *raftsm.Event) {
-	if ev.Kind == raftsm.EventReset {
-		t.valid.Store(false)
-		return
-	}
-	if ev.Kind != raftsm.EventWatch || !t.valid.Load() {
-		return
-	}
-	t.dataSize.Add(ev.Size)
-	var d int64
-	switch ev.Type {
-	case jute.EventNodeCreated:
-		d = 1
-	case jute.EventNodeDeleted:
-		d = -1
-	default:
-		return
-	}
-	t.nodes.Add(d)
-	if ev.Ephemeral {
-		t.ephemerals.Add(d)
-	}
-}
-
-// get returns the counts, walking the store first if they are not known.
+// figures of the member's applied state, which the state machine keeps with
+// every write (raftsm.TreeStats): O(1) on any tree.
 func (c *cell) treeCounts() (nodes, ephemerals, dataSize int64) {
-	t := &c.counts
-	if !t.valid.Load() {
-		_, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-			st, err := v.TreeStats()
-			if err != nil {
-				return nil, err
-			}
-			t.nodes.Store(st.Nodes)
-			t.ephemerals.Store(st.Ephemerals)
-			t.dataSize.Store(st.DataSize)
-			t.valid.Store(true)
-			return nil, nil
-		}))
-		if err != nil {
-			return 0, 0, 0
-		}
+	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		return v.TreeStats()
+	}))
+	if err != nil {
+		return 0, 0, 0
 	}
-	return t.nodes.Load(), t.ephemerals.Load(), t.dataSize.Load()
+	st := v.(raftsm.TreeStats)
+	return st.Nodes, st.Ephemerals, st.DataSize
 }

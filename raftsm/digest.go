@@ -31,38 +31,6 @@ func entryHash(k, v []byte) uint64 {
 	return d.Sum64()
 }
 
-// computeDigest walks every digested key of r, and counts the tree's
-// figures on the way.
-func computeDigest(r reader) (uint64, TreeStats, error) {
-	var sum uint64
-	var st TreeStats
-	for _, sp := range digestedSpaces {
-		err := scanPrefix(r, []byte{sp}, func(k, v []byte) error {
-			sum += entryHash(k, v)
-			switch sp {
-			case spaceNode:
-				plen, rec, err := splitNodeValue(v)
-				if err != nil {
-					return err
-				}
-				dl, err := dataLen(rec)
-				if err != nil {
-					return err
-				}
-				st.Nodes++
-				st.DataSize += int64(plen) + dl
-			case spaceEphemeral:
-				st.Ephemerals++
-			}
-			return nil
-		})
-		if err != nil {
-			return 0, TreeStats{}, err
-		}
-	}
-	return sum, st, nil
-}
-
 func putDigest(w writer, d uint64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], d)

@@ -69,7 +69,7 @@ func ExampleGuard_Check() {
 	g := fence.NewGuard(nil)
 	read := func() error { return nil }
 	fmt.Println(g.Do("doc", 10, nil))                                // a writer
-	fmt.Println(g.Check("doc", 12, read), g.Check("doc", 11, read)) // two readers after it
+	fmt.Println(g.Check("doc", 12, read), g.Check("doc", 11, read))  // two readers after it
 	fmt.Println(g.Do("doc", 15, nil))                                // the next writer
 	fmt.Println(errors.Is(g.Check("doc", 12, read), fence.ErrStale)) // a reader from before it
 	// Output:

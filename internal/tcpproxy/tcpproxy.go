@@ -19,6 +19,8 @@ type Proxy struct {
 	// open is closed while traffic flows; Block replaces it with an open
 	// channel that Unblock closes.
 	open chan struct{}
+	// accepted counts the connections accepted so far.
+	accepted int
 }
 
 // New starts a proxy to target; it is closed when the test ends.
@@ -54,6 +56,7 @@ func (p *Proxy) accept() {
 func (p *Proxy) serve(c net.Conn) {
 	p.mu.Lock()
 	p.conns = append(p.conns, c)
+	p.accepted++
 	p.mu.Unlock()
 	<-p.gate() // while blocked, a new connection is accepted but goes nowhere
 	s, err := net.DialTimeout("tcp", p.target, 5*time.Second)
@@ -83,6 +86,14 @@ func (p *Proxy) copy(dst io.Writer, src io.Reader) {
 			return
 		}
 	}
+}
+
+// Accepted is the number of connections accepted so far: a test that
+// cuts connections checks with it that its client came back.
+func (p *Proxy) Accepted() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.accepted
 }
 
 // Addr is the address clients dial.

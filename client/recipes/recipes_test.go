@@ -63,6 +63,7 @@ func TestRecipes(t *testing.T) {
 			{"DoubleBarrier", testDoubleBarrier},
 			{"Queue", testQueue},
 			{"Counter", testCounter},
+			{"Registry", testRegistry},
 		} {
 			t.Run(c.name, func(t *testing.T) { c.f(t, tg) })
 		}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkraft/zkraft/client/cache"
 	"github.com/zkraft/zkraft/client/session"
 )
 
@@ -151,3 +152,62 @@ func (r *Registration) Close() error {
 	<-r.done
 	return nil
 }
+
+// View is a watch-driven view of a service's instances: a client/cache
+// TreeCache of the service's directory, one level deep, so it follows
+// every registration and deregistration (gap-free on zkraft) until Close.
+type View struct {
+	c   *cache.TreeCache
+	dir string
+}
+
+// NewView starts a view of the instances under dir and returns once it
+// has read them.
+func NewView(ctx context.Context, s *session.Session, dir string, opts ...ViewOption) (*View, error) {
+	var o cache.Options
+	for _, f := range opts {
+		f(&o)
+	}
+	o.Depth = 1
+	dir = strings.TrimSuffix(dir, "/")
+	c, err := cache.NewTree(ctx, s, dir, o)
+	if err != nil {
+		return nil, err
+	}
+	return &View{c: c, dir: dir}, nil
+}
+
+// ViewOption adjusts a View.
+type ViewOption func(*cache.Options)
+
+// OnViewChange calls f with every change of the view's directory (an
+// instance registered, updated or gone), in zxid order, from the view's
+// goroutine.
+func OnViewChange(f func(cache.Change)) ViewOption {
+	return func(o *cache.Options) { o.OnChange = f }
+}
+
+// Instances returns the registered instances, sorted by ID.
+func (v *View) Instances() []Instance {
+	var out []Instance
+	for _, name := range v.c.Children(v.dir) {
+		n, ok := v.c.Get(v.dir + "/" + name)
+		if !ok {
+			continue
+		}
+		var in Instance
+		if json.Unmarshal(n.Data, &in) == nil && in.ID != "" {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// Changed returns a channel closed at the view's next change.
+func (v *View) Changed() <-chan struct{} { return v.c.Changed() }
+
+// Zxid is the zxid up to which the view is current.
+func (v *View) Zxid() int64 { return v.c.Zxid() }
+
+// Close stops the view and waits for it.
+func (v *View) Close() error { return v.c.Close() }

@@ -469,3 +469,31 @@ func TestTreeCacheAcrossServerRestart(t *testing.T) {
 		})
 	}
 }
+
+// A cache on one member of a 3-member ensemble that is killed resumes on
+// another member and reports every create exactly once, in order.
+func TestTreeCacheAcrossMemberKill(t *testing.T) {
+	for _, kind := range []clienttest.Kind{clienttest.Zkraft, clienttest.ZooKeeper} {
+		t.Run(string(kind), func(t *testing.T) {
+			e := clienttest.Ensemble(t, kind, 3)
+			victim := e.Members[0]
+			// The cache's connections start at the first address: the
+			// member that is killed.
+			addrs := e.Addrs()
+			got := newChanges()
+			c, err := cache.NewTree(within(t, 60*time.Second), openSession(t, addrs...), "/members", cache.Options{OnChange: got.on})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			w := dial(t, addrs[1], addrs[2])
+			czxids := writeMany(t, w, "/members", 120, func(i int) {
+				if i == 40 {
+					victim.Kill()
+				}
+			})
+			checkCreates(t, got, "/members", czxids, 60*time.Second)
+			t.Logf("mode %v, %d changes", c.Mode(), len(got.all()))
+		})
+	}
+}

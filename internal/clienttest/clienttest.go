@@ -51,10 +51,10 @@ func (tg *Target) FourLetter(word string) (string, error) {
 }
 
 // StartZkraft starts a standalone in-process zkraft with every
-// four-letter word enabled.
-func StartZkraft(t testing.TB) *Target {
+// four-letter word enabled; tweak adjusts its configuration further.
+func StartZkraft(t testing.TB, tweak ...func(*server.Config)) *Target {
 	t.Helper()
-	addr := testserver.Start(t, func(c *server.Config) { c.FourLetterWords = []string{"*"} })
+	addr := testserver.Start(t, append([]func(*server.Config){func(c *server.Config) { c.FourLetterWords = []string{"*"} }}, tweak...)...)
 	return &Target{Kind: Zkraft, Addrs: []string{addr}}
 }
 

@@ -60,7 +60,8 @@ const (
 	// session; notifications in between are lost.
 	Reconnected
 	// NewSession: the session expired and a new one was opened; the
-	// persistent watches were added again.
+	// persistent watches were added again. (As after Reconnected, a
+	// request sent after the event is answered after they are in place.)
 	NewSession
 )
 
@@ -274,6 +275,19 @@ func (c *Conn) established(nc net.Conn, resp jute.ConnectResponse, asked int64) 
 			}
 		}
 	}
+	c.mu.Unlock()
+	// The credentials and watches go before the link is published, so
+	// every request sent after the event below is answered after them.
+	if len(frames) > 0 {
+		nc.SetWriteDeadline(time.Now().Add(max(time.Duration(resp.TimeOut)*time.Millisecond*2/3, time.Second)))
+		_, err := nc.Write(frames)
+		nc.SetWriteDeadline(time.Time{})
+		if err != nil {
+			nc.Close()
+			return nil, err
+		}
+	}
+	c.mu.Lock()
 	switch {
 	case first:
 	case same:
@@ -284,12 +298,6 @@ func (c *Conn) established(nc net.Conn, resp jute.ConnectResponse, asked int64) 
 	c.mu.cur = l
 	close(c.mu.ready)
 	c.mu.Unlock()
-	if len(frames) > 0 {
-		if _, err := nc.Write(frames); err != nil {
-			c.fail(l)
-			return nil, err
-		}
-	}
 	return l, nil
 }
 

@@ -82,6 +82,11 @@ func TestPersistentWatchAcrossReconnectAndExpiry(t *testing.T) {
 		sid := c.SessionID()
 		p.Cut()
 		next(t, c, wire.Reconnected, "")
+		// A request answered after the event is ordered after the watch
+		// was restored: changes from here on are notified.
+		if _, err := c.Do(ctx, jute.OpExists, &jute.ExistsRequest{Path: "/w"}, nil); err != nil {
+			t.Fatal(err)
+		}
 		if c.SessionID() != sid {
 			t.Fatal("a new session after a cut")
 		}
@@ -95,6 +100,9 @@ func TestPersistentWatchAcrossReconnectAndExpiry(t *testing.T) {
 		p.Cut()
 		p.Unblock()
 		next(t, c, wire.NewSession, "")
+		if _, err := c.Do(ctx, jute.OpExists, &jute.ExistsRequest{Path: "/w"}, nil); err != nil {
+			t.Fatal(err)
+		}
 		if c.SessionID() == sid || c.SessionID() == 0 {
 			t.Fatalf("session 0x%x after expiry of 0x%x", c.SessionID(), sid)
 		}

@@ -269,17 +269,48 @@ type Lease struct {
 	once    sync.Once
 	err     error
 	release func(ctx context.Context, b bound) error
+	watched chan struct{} // closed when watch returns
 }
 
 func newLease(b bound, path string, token int64) *Lease {
-	l := &Lease{Token: token, Path: path, b: b}
+	l := &Lease{Token: token, Path: path, b: b, watched: make(chan struct{})}
 	l.ctx, l.cancel = context.WithCancelCause(b.gen)
 	l.release = func(ctx context.Context, b bound) error { return b.deleteNode(ctx, path) }
+	go l.watch()
 	return l
 }
 
+// watch ends the lease when its node is deleted by anyone but Release
+// (an operator, a buggy client) while the session lives: the grant is
+// gone then too. It returns when the lease ends.
+func (l *Lease) watch() {
+	defer close(l.watched)
+	for {
+		var ok bool
+		var ev <-chan zk.Event
+		err := l.b.do(l.ctx, func(c *zk.Conn) (err error) { ok, _, ev, err = c.ExistsW(l.Path); return })
+		if err != nil {
+			return // the lease ended (released, or its session lost)
+		}
+		if !ok {
+			l.cancel(fmt.Errorf("%w: %s", ErrNodeGone, l.Path))
+			return
+		}
+		select {
+		case e := <-ev:
+			if e.Type == zk.EventNodeDeleted {
+				l.cancel(fmt.Errorf("%w: %s", ErrNodeGone, l.Path))
+				return
+			}
+		case <-l.ctx.Done():
+			return
+		}
+	}
+}
+
 // Context is done when the lease ends; context.Cause says why:
-// ErrReleased, or the session's cause (session.ErrExpired,
+// ErrReleased, ErrNodeGone (someone deleted the lease's node), or the
+// session's cause (session.ErrExpired,
 // session.ErrGraceExpired, session.ErrClosed; errors.Is(cause,
 // session.ErrLost)). The session's jeopardy does not end it: pause with
 // Session.WaitSafe(lease.Context()).
@@ -294,10 +325,11 @@ func (l *Lease) SessionID() int64 { return l.b.conn.SessionID() }
 // Release gives the lease up: its node is deleted, its context cancelled
 // with ErrReleased. After the session was lost there is nothing to delete
 // (the node went with it) and Release returns nil. Repeated calls return
-// the first result.
+// the first result. Release waits for the goroutine the lease started.
 func (l *Lease) Release() error {
 	l.once.Do(func() {
 		l.cancel(ErrReleased)
+		<-l.watched
 		if l.b.gen.Err() != nil {
 			return
 		}

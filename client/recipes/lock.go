@@ -49,14 +49,14 @@ func acquireExclusive(ctx context.Context, s *session.Session, dir, prefix strin
 	if err != nil {
 		return nil, err
 	}
-	lease := newLease(b, path, st.Czxid)
 	if err := b.waitTurn(ctx, dir, path, []string{prefix}, predecessor); err != nil {
 		b.abandon(path)
 		return nil, err
 	}
+	lease := newLease(b, path, st.Czxid)
 	if opt.delay > 0 {
 		if err := b.lockDelay(ctx, dir, lease, opt.delay); err != nil {
-			b.abandon(path)
+			lease.Release()
 			return nil, err
 		}
 	}

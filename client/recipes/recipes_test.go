@@ -54,6 +54,7 @@ func TestRecipes(t *testing.T) {
 			{"LockWaitersWatchOnlyTheirPredecessor", testLockNoHerd},
 			{"LockCancelledAcquireLeavesNothing", testLockCancel},
 			{"LockLostBeforeTheNextGrant", testLockLostBeforeNext},
+			{"LockNodeDeletedEndsTheLease", testLockNodeDeleted},
 			{"LockDelay", testLockDelay},
 			{"RWLock", testRWLock},
 			{"Semaphore", testSemaphore},
@@ -121,7 +122,8 @@ func testLockTokens(t *testing.T, tg *clienttest.Target) {
 }
 
 // Three waiters queue behind a holder: each watches exactly the node
-// before its own, and nothing watches the directory.
+// before its own, and nothing watches the directory. (The holder's lease
+// watches its own node.)
 func testLockNoHerd(t *testing.T, tg *clienttest.Target) {
 	d := dir(t)
 	holder, err := recipes.NewLock(open(t, tg.Addr()), d).Acquire(within(t, 10*time.Second))
@@ -157,8 +159,11 @@ func testLockNoHerd(t *testing.T, tg *clienttest.Target) {
 		}
 		if ok {
 			for i, k := range kids {
-				want := 1
-				if i == 3 {
+				want := 1 // its successor
+				switch i {
+				case 0:
+					want = 2 // and the holder's lease, which watches its own node
+				case 3:
 					want = 0 // the last has no successor
 				}
 				if w[d+"/"+k] != want {
@@ -285,6 +290,35 @@ func testLockLostBeforeNext(t *testing.T, tg *clienttest.Target) {
 	if err := leaseA.Release(); err != nil {
 		t.Fatalf("release of a lost lease: %v", err)
 	}
+}
+
+// An operator deletes the holder's lock node: the lease ends with
+// ErrNodeGone, and the next contender holds with a higher token.
+func testLockNodeDeleted(t *testing.T, tg *clienttest.Target) {
+	d := dir(t)
+	lease, err := recipes.NewLock(open(t, tg.Addr()), d).Acquire(within(t, 10*time.Second))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(t, tg.Addr()).Delete(lease.Path, -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-lease.Done():
+	case <-time.After(10 * time.Second):
+		t.Fatal("the lease outlived its node")
+	}
+	if !errors.Is(context.Cause(lease.Context()), recipes.ErrNodeGone) {
+		t.Fatalf("cause %v", context.Cause(lease.Context()))
+	}
+	if err := lease.Release(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := recipes.NewLock(open(t, tg.Addr()), d).Acquire(within(t, 10*time.Second))
+	if err != nil || next.Token <= lease.Token {
+		t.Fatalf("next: %v %v", next, err)
+	}
+	next.Release()
 }
 
 // With lock-delay, the next holder waits out the delay after a holder's

@@ -1,25 +1,36 @@
-// Package recipes holds coordination recipes that surface what ZooKeeper
-// keeps but never hands out: a fencing token with every lock grant (the
-// holder's lock znode's czxid, Chubby's sequencer, Kleppmann's fencing
-// token) and an epoch with every leadership (the leader znode's czxid). A
-// resource protected by the lock checks tokens with a Guard and refuses any
-// older than one it has already seen, so a holder that lost its session
-// while paused cannot overwrite the work of the next one.
+// Package recipes holds Curator's coordination recipes for Go, on a
+// client/session Session, each grant with a fencing token: exclusive lock
+// (with an optional lock-delay), read-write lock, semaphore, leader
+// election with an observe stream and a leader latch, barrier and double
+// barrier, queue, counter, and a service registry.
 //
-// The recipes run on a github.com/go-zookeeper/zk connection against any
-// ZooKeeper-compatible server; czxids only grow, so tokens are strictly
-// increasing across holders on ZooKeeper and zkraft alike. For that reason
-// the package imports no zkraft package at all, and must never import the
-// server, raftsm or anything that assumes the server is zkraft.
+// Every grant is a *Lease: its Token is the czxid of the node that grants
+// it, strictly increasing across the holders of one lock (or leaders of
+// one election) on ZooKeeper and zkraft alike, and its Context ends when
+// the grant does: Release, or the loss of the session that holds it. The
+// session reports Lost before the server can have expired the session
+// (see client/session), so a holder that hears it stops before the next
+// holder is granted; a holder that does not hear it (paused, or ignoring
+// its context) is stopped by the resource's client/fence Guard, which
+// refuses its token once a later holder's has been accepted.
+//
+// Locks and elections follow ZooKeeper's own recipe: ephemeral sequential
+// nodes, the lowest holds, each waiter watches only the node just before
+// its own. Nodes are created with a random marker in their name, so a
+// create cut off by a lost connection is found again, not repeated.
+//
+// The package speaks to servers only through go-zookeeper and
+// client/session; it imports no server-side zkraft package and must never
+// import the server, raftsm or anything that assumes the server is zkraft.
 //
 // The caller must:
 //
-//  1. use one Lock or Election from one goroutine at a time (they are not
-//     safe for concurrent use; a Guard is);
-//  2. send the token Acquire returned with every request it makes to the
-//     protected resource, and have the resource pass it to Guard.Accept
-//     before acting (a lock without a checked token is only advisory);
-//  3. treat the end of its session (zk.StateExpired) as the loss of the
-//     lock or the leadership: the znode that held it is gone;
-//  4. call Release (Resign) when done.
+//  1. open a session.Session and pass it to the recipes; close it last;
+//  2. send a Lease's Token with every request to the protected resource,
+//     and have the resource run the request inside fence.Guard.Do (a lock
+//     without a checked token is advisory);
+//  3. stop working for a Lease when its Context is done, and pause while
+//     the session is in jeopardy (Session.WaitSafe(lease.Context()));
+//  4. Release every Lease, and Close every Latch, Registration, View and
+//     Observer it started (Close waits for what they started).
 package recipes

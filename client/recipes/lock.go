@@ -4,198 +4,151 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
+	"strconv"
 	"strings"
-	"sync"
+	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/client/session"
 )
 
-// Lock is a mutual-exclusion lock under a directory: each contender
-// creates an ephemeral sequential znode and waits only on its predecessor.
+// Lock is a distributed mutual-exclusion lock under a directory. Each
+// Acquire creates an ephemeral sequential node; the lowest holds the
+// lock, and every waiter watches only the node just before its own, so a
+// release wakes one waiter, not all (no herd). A Lock holds only its
+// configuration: it is safe for concurrent use, and two Acquires of one
+// Lock exclude each other like any two contenders.
 type Lock struct {
-	conn *zk.Conn
+	s    *session.Session
 	dir  string
-	acl  []zk.ACL
 	data []byte
-
-	node  string // our lock znode while contending or holding
-	token int64
-}
-
-// NewLock returns a lock under dir (created if missing) with open ACLs.
-func NewLock(conn *zk.Conn, dir string) *Lock {
-	return &Lock{conn: conn, dir: strings.TrimSuffix(dir, "/"), acl: zk.WorldACL(zk.PermAll)}
+	opt  options
 }
 
 const lockPrefix = "lock-"
 
-// ErrNotHeld is returned by Release when the lock is not held.
-var ErrNotHeld = errors.New("recipes: lock not held")
+// NewLock returns the lock under dir (created on first use).
+func NewLock(s *session.Session, dir string, opts ...Option) *Lock {
+	return &Lock{s: s, dir: strings.TrimSuffix(dir, "/"), opt: buildOptions(opts)}
+}
 
-// Acquire blocks until the lock is held or ctx ends, and returns the
-// fencing token of this grant.
-func (l *Lock) Acquire(ctx context.Context) (int64, error) {
-	if err := ensurePath(l.conn, l.dir, l.acl); err != nil {
-		return 0, err
-	}
-	path, err := l.conn.CreateProtectedEphemeralSequential(l.dir+"/"+lockPrefix, l.data, l.acl)
+// Acquire blocks until the lock is held, ctx ends, or the session is
+// lost, and returns the grant. The lease's Token is the fencing token to
+// send with every request to the protected resource.
+func (l *Lock) Acquire(ctx context.Context) (*Lease, error) {
+	return acquireExclusive(ctx, l.s, l.dir, lockPrefix, l.data, l.opt)
+}
+
+func acquireExclusive(ctx context.Context, s *session.Session, dir, prefix string, data []byte, opt options) (*Lease, error) {
+	b, err := bind(ctx, s)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	l.node = path
-	_, st, err := l.conn.Exists(path)
+	path, st, err := b.createSeq(ctx, dir, prefix, data, zk.FlagEphemeral, opt.acl)
 	if err != nil {
-		return 0, l.abandon(err)
+		return nil, err
 	}
-	l.token = st.Czxid
+	if err := b.waitTurn(ctx, dir, path, []string{prefix}, predecessor); err != nil {
+		b.abandon(path)
+		return nil, err
+	}
+	lease := newLease(b, path, st.Czxid)
+	if opt.delay > 0 {
+		if err := b.lockDelay(ctx, dir, lease, opt.delay); err != nil {
+			lease.Release()
+			return nil, err
+		}
+	}
+	return lease, nil
+}
+
+// predecessor is the node an exclusive contender at index i waits for.
+func predecessor(kids []child, i int) string {
+	if i == 0 {
+		return ""
+	}
+	return kids[i-1].name
+}
+
+// waitTurn waits until blocker (given the sorted contenders and our
+// index) names no node: it watches only the node blocker names, and looks
+// again when that one goes.
+func (b bound) waitTurn(ctx context.Context, dir, mine string, prefixes []string, blocker func([]child, int) string) error {
+	name := base(mine)
 	for {
-		pred, err := l.predecessor()
-		if err != nil {
-			return 0, l.abandon(err)
+		var names []string
+		if err := b.do(ctx, func(c *zk.Conn) (err error) { names, _, err = c.Children(dir); return }); err != nil {
+			return err
 		}
+		kids := sequenced(names, prefixes...)
+		i := indexOf(kids, name)
+		if i < 0 {
+			if err := b.gen.Err(); err != nil {
+				return context.Cause(b.gen)
+			}
+			return fmt.Errorf("%w: %s", ErrNodeGone, mine)
+		}
+		pred := blocker(kids, i)
 		if pred == "" {
-			return l.token, nil
+			return nil
 		}
-		ok, _, ev, err := l.conn.ExistsW(l.dir + "/" + pred)
-		if err != nil {
-			return 0, l.abandon(err)
+		var ok bool
+		var ev <-chan zk.Event
+		if err := b.do(ctx, func(c *zk.Conn) (err error) { ok, _, ev, err = c.ExistsW(dir + "/" + pred); return }); err != nil {
+			return err
 		}
 		if !ok {
-			continue
+			continue // it went before we could watch it: look again
 		}
-		select {
-		case <-ev:
-		case <-ctx.Done():
-			return 0, l.abandon(ctx.Err())
-		}
-	}
-}
-
-// predecessor returns the child just before ours, "" if we are first.
-func (l *Lock) predecessor() (string, error) {
-	kids, _, err := l.conn.Children(l.dir)
-	if err != nil {
-		return "", err
-	}
-	mine := l.node[strings.LastIndex(l.node, "/")+1:]
-	sort.Slice(kids, func(i, j int) bool { return seqOf(kids[i]) < seqOf(kids[j]) })
-	prev := ""
-	for _, k := range kids {
-		if k == mine {
-			return prev, nil
-		}
-		if strings.Contains(k, lockPrefix) {
-			prev = k
-		}
-	}
-	return "", fmt.Errorf("recipes: our lock node %s vanished (session lost?)", l.node)
-}
-
-// seqOf is the 10-digit sequence suffix ZooKeeper appended.
-func seqOf(name string) string {
-	if len(name) < 10 {
-		return name
-	}
-	return name[len(name)-10:]
-}
-
-func (l *Lock) abandon(err error) error {
-	if l.node != "" {
-		_ = l.conn.Delete(l.node, -1)
-		l.node = ""
-	}
-	return err
-}
-
-// Token is the fencing token of the current grant.
-func (l *Lock) Token() int64 { return l.token }
-
-// Release gives the lock up.
-func (l *Lock) Release() error {
-	if l.node == "" {
-		return ErrNotHeld
-	}
-	err := l.conn.Delete(l.node, -1)
-	l.node, l.token = "", 0
-	if errors.Is(err, zk.ErrNoNode) {
-		return nil
-	}
-	return err
-}
-
-func ensurePath(conn *zk.Conn, path string, acl []zk.ACL) error {
-	parts := strings.Split(strings.Trim(path, "/"), "/")
-	cur := ""
-	for _, p := range parts {
-		cur += "/" + p
-		_, err := conn.Create(cur, nil, 0, acl)
-		if err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		if _, err := b.await(ctx, ev); err != nil {
 			return err
 		}
 	}
-	return nil
 }
 
-// Guard is what a protected resource keeps: it accepts a fencing token
-// only if no higher token has been seen, so a stale holder is refused.
-type Guard struct {
-	mu      sync.Mutex
-	highest int64
-}
+// The lock directory's data says whether the last holder released:
+// "held <token>" while a holder holds (with lock-delay on), "free" after a
+// release.
+const (
+	heldMark = "held "
+	freeMark = "free"
+)
 
-// Accept reports whether token may act now, and records it.
-func (g *Guard) Accept(token int64) bool {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if token < g.highest {
-		return false
+// lockDelay waits d when the directory says a holder other than us held
+// the lock and never released it (its session ended), then records us as
+// the holder, and makes Release record the release.
+func (b bound) lockDelay(ctx context.Context, dir string, lease *Lease, d time.Duration) error {
+	var data []byte
+	if err := b.do(ctx, func(c *zk.Conn) (err error) { data, _, err = c.Get(dir); return }); err != nil {
+		return err
 	}
-	g.highest = token
-	return true
-}
-
-// Highest is the highest token accepted so far.
-func (g *Guard) Highest() int64 {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return g.highest
-}
-
-// Election elects one leader among candidates under a directory; the
-// leader's epoch is its znode's czxid, strictly increasing across leaders.
-type Election struct{ lock *Lock }
-
-// NewElection returns an election under dir; value is published as the
-// candidate's data.
-func NewElection(conn *zk.Conn, dir string, value []byte) *Election {
-	l := NewLock(conn, dir)
-	l.data = value
-	return &Election{lock: l}
-}
-
-// Campaign blocks until this candidate leads, and returns its epoch.
-func (e *Election) Campaign(ctx context.Context) (int64, error) { return e.lock.Acquire(ctx) }
-
-// Resign gives up leadership (or the candidacy).
-func (e *Election) Resign() error { return e.lock.Release() }
-
-// Leader returns the current leader's value and epoch.
-func Leader(conn *zk.Conn, dir string) (value []byte, epoch int64, err error) {
-	kids, _, err := conn.Children(dir)
-	if err != nil {
-		return nil, 0, err
+	if prev, ok := strings.CutPrefix(string(data), heldMark); ok && prev != strconv.FormatInt(lease.Token, 16) {
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-b.gen.Done():
+			return context.Cause(b.gen)
+		}
 	}
-	sort.Slice(kids, func(i, j int) bool { return seqOf(kids[i]) < seqOf(kids[j]) })
-	for _, k := range kids {
-		data, st, err := conn.Get(dir + "/" + k)
+	mark := []byte(heldMark + strconv.FormatInt(lease.Token, 16))
+	if err := b.do(ctx, func(c *zk.Conn) error { _, err := c.Set(dir, mark, -1); return err }); err != nil {
+		return err
+	}
+	path := lease.Path
+	lease.release = func(ctx context.Context, b bound) error {
+		err := b.do(ctx, func(c *zk.Conn) error {
+			_, err := c.Multi(&zk.DeleteRequest{Path: path, Version: -1},
+				&zk.SetDataRequest{Path: dir, Data: []byte(freeMark), Version: -1})
+			return err
+		})
 		if errors.Is(err, zk.ErrNoNode) {
-			continue
+			return nil // gone already (a retry after the multi applied)
 		}
-		if err != nil {
-			return nil, 0, err
-		}
-		return data, st.Czxid, nil
+		return err
 	}
-	return nil, 0, zk.ErrNoNode
+	return nil
 }

@@ -76,7 +76,7 @@ func (s *StateMachine) SaveSnapshot(ctx any, w io.Writer, done <-chan struct{}) 
 	bw.Write(snapshotMagic)
 	bw.Write(binary.BigEndian.AppendUint64(nil, uint64(len(body))))
 	bw.Write(body)
-	bw.Write(binary.BigEndian.AppendUint32(nil, crc32.Checksum(body, crcTable)))
+	bw.Write(binary.BigEndian.AppendUint32(nil, crc32c(body)))
 	// A bufio.Writer keeps its first error and returns it from Flush: the
 	// transport's ErrSnapshotStreaming among them, as Dragonboat wants it.
 	return bw.Flush()
@@ -136,7 +136,7 @@ func readSnapshot(r io.Reader) (*Map, uint64, error) {
 		return nil, 0, fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
 	body, sum := buf.Bytes()[:n], buf.Bytes()[n:]
-	if got, want := crc32.Checksum(body, crcTable), binary.BigEndian.Uint32(sum); got != want {
+	if got, want := crc32c(body), binary.BigEndian.Uint32(sum); got != want {
 		return nil, 0, fmt.Errorf("%w: checksum %#x, want %#x", ErrBadSnapshot, got, want)
 	}
 	jr := jute.NewReader(body)
@@ -166,3 +166,5 @@ func readSnapshot(r io.Reader) (*Map, uint64, error) {
 	}
 	return m, applied, nil
 }
+
+func crc32c(b []byte) uint32 { return crc32.Checksum(b, crcTable) }

@@ -299,3 +299,15 @@ func TestSnapshotStopped(t *testing.T) {
 type failingWriter struct{}
 
 func (failingWriter) Write([]byte) (int, error) { return 0, sm.ErrSnapshotStreaming }
+
+// TestSameEntriesSameStore: two replicas given the same entries hold the
+// same bytes, key for key, and answer the same replies.
+func TestSameEntriesSameStore(t *testing.T) {
+	a, b := busyFleet(t), busyFleet(t)
+	if da, db := a.dump(), b.dump(); !reflect.DeepEqual(da, db) {
+		t.Errorf("stores differ:\n%v\n%v", da, db)
+	}
+	if a.status() != b.status() {
+		t.Errorf("status %+v and %+v", a.status(), b.status())
+	}
+}

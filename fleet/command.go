@@ -8,7 +8,8 @@ import (
 	"github.com/zkraft/zkraft/jute"
 )
 
-// Kind is the kind of a system-shard command.
+// Kind is the kind of a system-shard command: one per command type below
+// (AddMember is KindAddMember, and so on).
 type Kind int32
 
 const (

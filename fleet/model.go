@@ -176,7 +176,7 @@ type Limits struct {
 	MaxDataBytes   int64
 	MaxSessions    int64
 	MaxWatches     int64
-	MaxRequestRate int64 // requests per second, per member
+	MaxRequestRate int64 // requests per second to the cell
 }
 
 // Emptiness is a caller's attestation that a cell's namespace holds no

@@ -105,16 +105,16 @@ func (r *replica) stop() {
 
 func (s *system) waitLeader() {
 	s.t.Helper()
-	waitFor(s.t, 30*time.Second, "a leader", func() bool {
+	waitFor(s.t, 30*time.Second, "leader known to every running replica", func() bool {
 		for _, r := range s.replicas {
 			if r.nh == nil {
 				continue
 			}
-			if _, _, ok, err := r.nh.GetLeaderID(SystemShardID); err == nil && ok {
-				return true
+			if _, _, ok, err := r.nh.GetLeaderID(SystemShardID); err != nil || !ok {
+				return false
 			}
 		}
-		return false
+		return true
 	})
 }
 
@@ -174,13 +174,22 @@ func (r *replica) ok(c Command) Reply {
 // read is a linearizable read of the whole map through r.
 func (r *replica) read() *Map {
 	r.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	v, err := r.nh.SyncRead(ctx, SystemShardID, MapQuery{})
-	if err != nil {
-		r.t.Fatalf("replica %d: SyncRead: %v", r.id, err)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		v, err := r.nh.SyncRead(ctx, SystemShardID, MapQuery{})
+		cancel()
+		if err == nil {
+			return v.(*Map)
+		}
+		// Dropped while the replica has no leader yet (just restarted),
+		// or timed out: a read is safe to repeat.
+		retry := errors.Is(err, dragonboat.ErrTimeout) || errors.Is(err, dragonboat.ErrShardNotReady) || errors.Is(err, dragonboat.ErrSystemBusy)
+		if !retry || time.Now().After(deadline) {
+			r.t.Fatalf("replica %d: SyncRead: %v", r.id, err)
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
-	return v.(*Map)
 }
 
 // status is r's local position, read without Raft.

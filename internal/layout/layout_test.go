@@ -53,6 +53,8 @@ var rules = []rule{
 		why: "session knows ids, timeouts and expiry, not the tree, Raft or sockets"},
 	{pkg: "raftsm", zk: []string{"jute", "znode", "session"}, noSockets: true,
 		why: "raftsm is the state machine under the server; it knows no sockets"},
+	{pkg: "fleet", zk: []string{"jute"}, testZK: []string{"internal/freeport"}, noSockets: true,
+		why: "fleet is the system shard's state machine (the cell map) under the server; it knows no sockets"},
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the
 	// damaged-files work; the server calls it.
@@ -187,6 +189,13 @@ func TestCheckRefuses(t *testing.T) {
 		{one("conformance", "watch_test.go", true, m+"/jute", m+"/internal/tcpproxy"), ""},
 		{one("conformance", "watch_test.go", true, m+"/znode"), "conformance imports example.com/zk/znode"},
 		{one("cmd/zkraft", "main.go", false, m+"/server", m+"/zkdata", "net"), ""},
+		{one("fleet", "sm.go", false, "github.com/lni/dragonboat/v4/statemachine", "github.com/cockroachdb/pebble", m+"/jute", "net/netip"), ""},
+		{one("fleet", "sm.go", false, m+"/server"), "fleet imports example.com/zk/server"},
+		{one("fleet", "sm.go", false, m+"/raftsm"), "fleet imports example.com/zk/raftsm"},
+		{one("fleet", "sm.go", false, "net"), "fleet imports net: no sockets"},
+		{one("fleet", "sm.go", false, m+"/cmd/zkraft"), "fleet imports example.com/zk/cmd/zkraft"},
+		{one("fleet", "cluster_test.go", true, "github.com/lni/dragonboat/v4", m+"/internal/freeport"), ""},
+		{one("fleet", "cluster_test.go", true, m+"/internal/testserver"), "fleet imports example.com/zk/internal/testserver"},
 		{one("proxy", "proxy.go", false, m+"/server"), "proxy has no row in the table"},
 	} {
 		got := check(m, c.p)

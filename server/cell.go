@@ -104,8 +104,8 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			// The state came from another replica's snapshot: watches here
 			// may have missed changes and sessions differ. Clients reconnect
 			// (re-sending their watches) and the tracker is rebuilt.
-			go c.srv.closeClients(c)
-			go c.reloadSessions()
+			c.srv.routines.start(func() { c.srv.closeClients(c) })
+			c.srv.routines.start(c.reloadSessions)
 		case raftsm.EventKeepAlive:
 			c.tracker.Touch(ev.Sessions...)
 			c.seen(ev.Index, ev.Sessions...)
@@ -143,7 +143,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 	if now && !was {
 		// A new leader gives every session a full timeout before expiring
 		// any: it reloads them from the state machine and extends them.
-		go c.reloadSessions()
+		c.srv.routines.start(c.reloadSessions)
 	}
 	if prev != info.LeaderID {
 		c.notifyLeaderChange()
@@ -152,7 +152,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 		// Requests already on their way to the old leader would wait for
 		// their timeout: connections with requests in flight are closed
 		// now, so those clients retry at once (idle ones stay).
-		go c.srv.closeBusyClients(c)
+		c.srv.routines.start(func() { c.srv.closeBusyClients(c) })
 	}
 	if info.LeaderID == 0 && prev != 0 {
 		// Like a ZooKeeper follower that lost its leader, stop serving, but
@@ -162,7 +162,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 		// longer closes its clients so they move to a member that can
 		// answer.
 		gen := c.leaderGen.Add(1)
-		time.AfterFunc(c.srv.leaderGrace(), func() {
+		c.srv.routines.afterFunc(c.srv.leaderGrace(), func() {
 			if c.leaderGen.Load() == gen && !c.serving() {
 				c.srv.closeClients(c)
 			}
@@ -316,8 +316,7 @@ func (c *cell) reloadSessions() {
 func (c *cell) serving() bool { return c.leaderID.Load() != 0 }
 
 // sessionLoop proposes keep-alive batches and, on the leader, expiries.
-func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) sessionLoop(ctx context.Context) {
 	interval := c.srv.cfg.TickTime / 2
 	if interval < 10*time.Millisecond {
 		interval = 10 * time.Millisecond
@@ -374,8 +373,7 @@ func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
 // sweepLoop is ZooKeeper's ContainerManager: on the leader, every check
 // interval, it proposes the deletion of empty containers that have had a
 // child and of expired TTL nodes (op deleteContainer, session 0).
-func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(c.srv.cfg.ContainerCheckInterval)
 	defer t.Stop()
 	for {
@@ -406,8 +404,7 @@ func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
 // whose state was imported and not yet compared proposes its record (to
 // whichever member leads); every replica checks it against its own and one
 // that differs stops instead of diverging (raftsm.KindCheckImport).
-func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) checkImportLoop(ctx context.Context) {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		type rec struct {
 			b       []byte
@@ -442,8 +439,7 @@ func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
 // leader, every DigestCheckInterval, it proposes its digest after the last
 // entry it applied (raftsm.KindCheckDigest); a replica whose digest after
 // that entry differs stops instead of serving a different tree.
-func (c *cell) digestLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) digestLoop(ctx context.Context) {
 	t := time.NewTicker(c.srv.cfg.DigestCheckInterval)
 	defer t.Stop()
 	for {
@@ -485,13 +481,16 @@ func (c *cell) proposeAsync(cmd *raftsm.Command) {
 		c.srv.log.Warn("propose", "kind", cmd.Kind.String(), "err", err)
 		return
 	}
-	go func() {
-		r := <-rs.ResultC()
-		if !r.Completed() {
-			c.srv.log.Warn("proposal not completed", "kind", cmd.Kind.String())
+	c.srv.routines.start(func() {
+		select {
+		case r := <-rs.ResultC():
+			if !r.Completed() {
+				c.srv.log.Warn("proposal not completed", "kind", cmd.Kind.String())
+			}
+			rs.Release()
+		case <-c.srv.ctx.Done(): // stopping: nobody needs to know
 		}
-		rs.Release()
-	}()
+	})
 }
 
 func (c *cell) propose(cmd *raftsm.Command) (*dragonboat.RequestState, error) {

@@ -195,7 +195,7 @@ func replyFrame(xid int32, zxid int64, code jute.ErrCode, body jute.Record) []by
 
 // serve runs the handshake, then the reader on a goroutine of its own:
 // the handshake's calls (a proposal through Dragonboat) grow a stack that an
-// idle session would otherwise keep. srv.wg counts the reader.
+// idle session would otherwise keep. srv.routines counts the reader.
 func (c *conn) serve() {
 	ok, err := c.handshake()
 	if !ok {
@@ -205,15 +205,15 @@ func (c *conn) serve() {
 		c.finish()
 		return
 	}
-	c.srv.wg.Add(1)
-	go func() {
-		defer c.srv.wg.Done()
+	if !c.srv.routines.start(func() {
 		defer c.finish()
 		err := c.readLoop()
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 			c.log().Debug("connection ended", "session", hexID(c.sessionID), "err", err)
 		}
-	}()
+	}) {
+		c.finish() // the server is stopping
+	}
 }
 
 // finish waits for the processor and the flusher, closes the socket and
@@ -552,9 +552,15 @@ func (c *conn) push(p *pending) bool {
 	c.q.items = append(c.q.items, p)
 	c.q.bytes += p.size
 	if !c.q.running {
-		c.q.running = true
 		c.procWG.Add(1)
-		go c.processor()
+		if !c.srv.routines.start(c.processor) {
+			// The server is stopping: the request is not answered.
+			c.procWG.Done()
+			c.q.Unlock()
+			c.close()
+			return false
+		}
+		c.q.running = true
 	}
 	unslot := c.q.parked && p.slot // park's invariant
 	if unslot {
@@ -722,9 +728,15 @@ func (c *conn) enqueue(frame []byte) {
 // kickFlusherLocked starts the flusher unless it runs; c.out is held.
 func (c *conn) kickFlusherLocked() {
 	if !c.out.flushing {
-		c.out.flushing = true
 		c.flushWG.Add(1)
-		go c.flusher()
+		if !c.srv.routines.start(c.flusher) {
+			// The server is stopping: nothing more is written.
+			c.flushWG.Done()
+			c.out.closed = true
+			c.close()
+			return
+		}
+		c.out.flushing = true
 	}
 }
 

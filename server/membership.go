@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -17,8 +16,7 @@ import (
 // leader: it adds the configured observers as non-voting replicas and keeps
 // /zookeeper/config equal to the ensemble's configuration, in ZooKeeper's
 // format, so that clients such as Curator's EnsembleTracker can read it.
-func (c *cell) membershipLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) membershipLoop(ctx context.Context) {
 	if c.srv.standalone() {
 		return
 	}

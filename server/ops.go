@@ -127,19 +127,14 @@ func (s *Server) tuneNodeHost(nhc *dbconfig.NodeHostConfig) {
 func (s *Server) startOps() error {
 	// Count the tree once now rather than on the first srvr or mntr (an
 	// ensemble member whose replica is not ready yet counts on first use).
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.cell.treeCounts()
-	}()
+	s.routines.start(func() { s.cell.treeCounts() })
 	if s.ops.tls != nil {
 		ln, err := net.Listen("tcp", s.cfg.TLS.SecureClientAddr)
 		if err != nil {
 			return fmt.Errorf("server: listen %s (secureClientPort): %w", s.cfg.TLS.SecureClientAddr, err)
 		}
 		s.ops.secureLn = ln
-		s.wg.Add(1)
-		go s.secureAcceptLoop(ln)
+		s.routines.start(func() { s.secureAcceptLoop(ln) })
 		s.log.Info("serving TLS", "secureClient", ln.Addr().String(), "clientAuth", s.cfg.TLS.ClientAuth)
 	}
 	if s.cfg.Metrics.Enabled {
@@ -152,11 +147,7 @@ func (s *Server) startOps() error {
 		mux.Handle("/metrics", s.metricsHandler())
 		s.ops.promLn = ln
 		s.ops.promSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.ops.promSrv.Serve(ln)
-		}()
+		s.routines.start(func() { s.ops.promSrv.Serve(ln) })
 		s.log.Info("serving metrics", "addr", ln.Addr().String())
 	}
 	if s.cfg.Admin.Enabled {
@@ -168,11 +159,7 @@ func (s *Server) startOps() error {
 		} else {
 			s.ops.adminLn = ln
 			s.ops.admin = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.Admin.IdleTimeout}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.ops.admin.Serve(ln)
-			}()
+			s.routines.start(func() { s.ops.admin.Serve(ln) })
 			s.log.Info("serving admin", "addr", ln.Addr().String(), "commands", s.cfg.Admin.CommandURL)
 		}
 	}

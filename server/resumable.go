@@ -75,7 +75,7 @@ func (r *resumable) deliver(frame []byte) {
 		if r.mu.heldBytes > maxHeldBack {
 			r.c.log().Warn("resumable watch fell behind during replay: closing", "watch", r.id)
 			r.mu.held = nil
-			go r.c.close()
+			r.c.srv.routines.start(r.c.close)
 		}
 		return
 	}
@@ -217,10 +217,13 @@ func (c *conn) watchFromOp(q *readReq, req *jute.WatchFromRequest) readPlan {
 		if o.hist != nil {
 			c.bg.Add(1)
 			o.res.after = func() {
-				go func() {
+				if !c.srv.routines.start(func() {
 					defer c.bg.Done()
 					c.replay(r, o.hist)
-				}()
+				}) {
+					o.hist.Close() // the server is stopping
+					c.bg.Done()
+				}
 			}
 		}
 		return o.res, nil

@@ -50,9 +50,10 @@ type Server struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// routines owns every goroutine the server starts (goroutines.go).
+	routines goroutines
 
-	// mu guards the connection table. Lock order: cell locks, then mu.
+	// mu guards the connection table (lock order: doc.go).
 	mu struct {
 		sync.Mutex
 		conns       map[*conn]struct{}
@@ -218,19 +219,19 @@ func New(cfg Config) (*Server, error) {
 	s.ln = ln
 	if err := s.startOps(); err != nil {
 		ln.Close()
+		s.routines.stop()
+		s.cancel()
+		s.routines.wait()
 		nh.Close()
 		return nil, err
 	}
-	s.wg.Add(4)
-	go s.acceptLoop()
-	go c.sessionLoop(s.ctx, &s.wg)
-	go c.sweepLoop(s.ctx, &s.wg)
-	go c.membershipLoop(s.ctx, &s.wg)
-	s.wg.Add(1)
-	go c.checkImportLoop(s.ctx, &s.wg)
+	s.routines.start(s.acceptLoop)
+	s.routines.start(func() { c.sessionLoop(s.ctx) })
+	s.routines.start(func() { c.sweepLoop(s.ctx) })
+	s.routines.start(func() { c.membershipLoop(s.ctx) })
+	s.routines.start(func() { c.checkImportLoop(s.ctx) })
 	if cfg.DigestCheckInterval > 0 {
-		s.wg.Add(1)
-		go c.digestLoop(s.ctx, &s.wg)
+		s.routines.start(func() { c.digestLoop(s.ctx) })
 	}
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
@@ -315,7 +316,6 @@ func (s *Server) closeClients(c *cell) {
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
 func (s *Server) acceptLoop() {
-	defer s.wg.Done()
 	for {
 		nc, err := s.ln.Accept()
 		if err != nil {
@@ -331,11 +331,10 @@ func (s *Server) acceptLoop() {
 			nc.Close()
 			continue
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-		}()
+		if !s.routines.start(c.serve) {
+			nc.Close()
+			s.unregister(c)
+		}
 	}
 }
 
@@ -418,13 +417,14 @@ func (s *Server) Close() error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	s.routines.stop()
 	s.cancel()
 	err := s.ln.Close()
 	s.stopOps()
 	for _, c := range conns {
 		c.close()
 	}
-	s.wg.Wait()
+	s.routines.wait()
 	s.nh.Close()
 	s.log.Info("stopped")
 	return err

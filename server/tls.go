@@ -107,7 +107,6 @@ func onlyKeyBlocks(data []byte) []byte {
 // the handshake; the handshake runs on the connection's goroutine with a
 // deadline.
 func (s *Server) secureAcceptLoop(ln net.Listener) {
-	defer s.wg.Done()
 	for {
 		raw, err := ln.Accept()
 		if err != nil {
@@ -125,16 +124,17 @@ func (s *Server) secureAcceptLoop(ln net.Listener) {
 			continue
 		}
 		c.secure = true
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		if !s.routines.start(func() {
 			if !s.tlsHandshake(c, tc) {
 				c.close()
 				s.unregister(c)
 				return
 			}
 			c.serve()
-		}()
+		}) {
+			raw.Close()
+			s.unregister(c)
+		}
 	}
 }
 

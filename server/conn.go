@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -33,6 +34,13 @@ const (
 // in that order, running reads only after every earlier request has
 // completed; the flusher writes the outbox to the socket.
 //
+// A client with one request in flight is served by the reader alone: a
+// request read with nothing queued ahead of it is completed by the reader
+// (conn.idle), and a reply queued with nothing ahead of it in the outbox is
+// written by whoever completed it, without waiting for the socket
+// (conn.reply). The processor runs for pipelines, the flusher for replies
+// the socket does not take at once and for notifications.
+//
 // INVARIANT: on one connection, the notification of a change is queued in
 // the outbox before any reply that reflects the change (triggers are queued
 // under the state machine's lock before results and reads can proceed).
@@ -40,7 +48,8 @@ type conn struct {
 	srv  *Server
 	cell *cell
 	nc   net.Conn
-	in   frameReader // over nc; the reader goroutine's
+	raw  syscall.RawConn // nc's socket when it is TCP (not TLS), for reply
+	in   frameReader     // over nc; the reader goroutine's
 	ip   string
 
 	// owner names this connection in the log (raftsm.Command.Owner).
@@ -127,13 +136,20 @@ type pending struct {
 	exec       func() (*result, error)  // a read, run in order
 	watching   bool                     // exec may set watches (readOp)
 	res        *result                  // what exec returned
-	executed   chan struct{}            // closed once exec has run (reads only)
+	executed   chan struct{}            // closed once exec has run (queued reads only)
 	after      func()                   // runs after the reply is queued
 	frame      []byte                   // a ready reply
 	start      time.Time                // when the request was read, for latency
 	size       int                      // request bytes, for the queue's bound
 	slot       bool                     // holds a global slot (limits.go)
 	closeAfter bool
+}
+
+// ran tells a reader waiting to read a later write that the read has run.
+func (p *pending) ran() {
+	if p.executed != nil {
+		close(p.executed)
+	}
 }
 
 // result is the outcome of a read.
@@ -167,6 +183,9 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 		in:    frameReader{src: nc},
 		ip:    ip,
 		done:  make(chan struct{}),
+	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		c.raw, _ = tc.SyscallConn()
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()
@@ -440,11 +459,24 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		p.start, p.size, p.slot = start, len(body), true
+		c.inflight.Add(1)
+		if p.rs == nil && c.idle() {
+			// Nothing queued ahead: answer it here, sparing a processor
+			// goroutine (and its stack's growth) per request. No later
+			// request is read before it has run (p.executed stays nil).
+			c.process(p, true)
+			if isClosed(c.done) {
+				return net.ErrClosed
+			}
+			if p.closeAfter {
+				return nil
+			}
+			continue
+		}
 		if p.exec != nil {
 			p.executed = make(chan struct{})
 			lastRead = p
 		}
-		c.inflight.Add(1)
 		if !c.push(p) {
 			c.releaseSlot(p)
 			return net.ErrClosed
@@ -453,6 +485,16 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 	}
+}
+
+// idle reports whether the connection has nothing queued and no processor
+// running: a request read now may be answered by the reader itself, in
+// order. Only the reader adds to the queue, so it stays idle until the
+// reader pushes.
+func (c *conn) idle() bool {
+	c.q.Lock()
+	defer c.q.Unlock()
+	return !c.q.running && len(c.q.items) == c.q.head
 }
 
 // dispatch turns one request into a pending reply, proposing writes now.
@@ -604,36 +646,45 @@ func (c *conn) processor() {
 		if p == nil {
 			return
 		}
+		c.process(p, false)
+	}
+}
+
+// process completes one request and queues its reply, after the replies of
+// every earlier request: the processor calls it in order, the reader for a
+// request with nothing queued ahead of it (inline, byReader). A request
+// that fails closes the connection; the later ones then fail at once,
+// releasing their request states.
+func (c *conn) process(p *pending, byReader bool) {
+	if p.watching {
+		// Room first: notifications are held while the read runs.
+		c.waitOutboxRoom(byReader)
+		c.cell.watches.hold(c)
+	}
+	frame, err := c.complete(p)
+	c.requestDone(p, frame, err)
+	c.inflight.Add(-1)
+	if err != nil {
 		if p.watching {
-			// Room first: notifications are held while the read runs.
-			c.waitOutboxRoom()
-			c.cell.watches.hold(c)
+			c.cell.watches.finishRead(c, 0, nil, nil, nil)
 		}
-		frame, err := c.complete(p)
-		c.requestDone(p, frame, err)
-		c.inflight.Add(-1)
-		if err != nil {
-			if p.watching {
-				c.cell.watches.finishRead(c, 0, nil, nil, nil)
-			}
-			if !errors.Is(err, net.ErrClosed) {
-				c.log().Warn("request failed", "op", p.op.String(), "err", err)
-			}
-			c.close()
-			continue // drain, releasing request states
+		if !errors.Is(err, net.ErrClosed) {
+			c.log().Warn("request failed", "op", p.op.String(), "err", err)
 		}
-		if p.watching {
-			c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
-		} else {
-			c.waitOutboxRoom() // a slow reader holds the pipeline, not memory
-			c.enqueue(frame)
-		}
-		if p.after != nil {
-			p.after()
-		}
-		if p.closeAfter {
-			c.closeAfterFlush()
-		}
+		c.close()
+		return
+	}
+	if p.watching {
+		c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+	} else {
+		c.waitOutboxRoom(byReader) // a slow reader holds the pipeline, not memory
+		c.reply(frame)
+	}
+	if p.after != nil {
+		p.after()
+	}
+	if p.closeAfter {
+		c.closeAfterFlush()
 	}
 }
 
@@ -661,12 +712,12 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 	case p.exec != nil:
 		select {
 		case <-c.done:
-			close(p.executed)
+			p.ran()
 			return nil, net.ErrClosed
 		default:
 		}
 		res, err := p.exec()
-		close(p.executed)
+		p.ran()
 		if err != nil {
 			return nil, err
 		}
@@ -719,6 +770,70 @@ func (c *conn) enqueue(frame []byte) {
 	c.out.Unlock()
 }
 
+// reply queues a reply frame, writing it at once when nothing is queued
+// ahead of it: one request at a time then takes no flusher goroutine (a
+// new goroutine per reply grows its stack for the write, every time). The
+// write never waits for the socket: what it cannot write at once goes to
+// the flusher, which waits under the stall timeout (write).
+func (c *conn) reply(frame []byte) {
+	c.out.Lock()
+	if c.out.closed || c.raw == nil || c.out.flushing || len(c.out.frames) > 0 {
+		c.out.Unlock()
+		c.enqueue(frame)
+		return
+	}
+	// While flushing is set no flusher starts: frames queued meanwhile
+	// (notifications) wait behind this one.
+	c.out.flushing = true
+	c.out.writing += len(frame)
+	c.out.Unlock()
+	n := c.tryWrite(frame)
+	c.out.Lock()
+	c.out.writing -= len(frame)
+	if n < len(frame) && (!c.out.closed || c.out.closeAfter) {
+		// The rest goes first, before what was queued meanwhile (a
+		// connection closing after its outbox is written, too).
+		c.out.frames = append([][]byte{frame[n:]}, c.out.frames...)
+		c.out.bytes += len(frame) - n
+	}
+	more := len(c.out.frames) > 0 || c.out.closeAfter
+	if more {
+		c.flushWG.Add(1)
+		go c.flusher() // flushing stays set: it is the flusher's now
+	} else {
+		c.out.flushing = false
+	}
+	c.out.Unlock()
+	if n == len(frame) {
+		c.srv.stats.sent.Add(1)
+		c.st.sent.Add(1)
+	}
+	if n > 0 {
+		c.outboxWritten()
+	}
+}
+
+// tryWrite writes what the socket takes of b without waiting for it; the
+// number of bytes written. A write deadline left by the flusher that has
+// passed makes it write nothing.
+func (c *conn) tryWrite(b []byte) int {
+	n := 0
+	c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if m > 0 {
+				n += m
+				continue
+			}
+			if err != syscall.EINTR {
+				break // EAGAIN or a failure: the flusher meets it
+			}
+		}
+		return true
+	})
+	return n
+}
+
 // kickFlusherLocked starts the flusher unless it runs; c.out is held.
 func (c *conn) kickFlusherLocked() {
 	if !c.out.flushing {
@@ -758,6 +873,9 @@ func (c *conn) flusher() {
 			c.out.Unlock()
 			if closeAfter {
 				c.close()
+			} else if c.raw != nil {
+				// reply writes without a deadline, and fails on a past one.
+				c.nc.SetWriteDeadline(time.Time{})
 			}
 			return
 		}

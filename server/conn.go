@@ -186,6 +186,7 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		c.raw, _ = tc.SyscallConn()
+		c.in.raw = c.raw
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()

@@ -461,7 +461,7 @@ func (c *conn) readLoop() error {
 		}
 		p.start, p.size, p.slot = start, len(body), true
 		c.inflight.Add(1)
-		if p.rs == nil && c.idle() {
+		if p.rs == nil && !c.waitsForRound(p) && c.idle() {
 			// Nothing queued ahead: answer it here, sparing a processor
 			// goroutine (and its stack's growth) per request. No later
 			// request is read before it has run (p.executed stays nil).
@@ -486,6 +486,16 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 	}
+}
+
+// waitsForRound reports whether p is a read that waits for a ReadIndex
+// round (an ensemble member's linearizable read). The reader leaves those
+// to the processor: waiting itself, it would read the connection's next
+// requests only after the round, and a pipelining client's reads would
+// take a round each instead of sharing one.
+func (c *conn) waitsForRound(p *pending) bool {
+	return p.exec != nil && p.op != jute.OpPing &&
+		c.srv.cfg.ReadMode == ReadLinearizable && !c.cell.localReads.Load()
 }
 
 // idle reports whether the connection has nothing queued and no processor

@@ -99,8 +99,12 @@ type conn struct {
 	// connection is one goroutine (the reader), not three, which is most
 	// of the memory of a session. q.running and out.flushing say whether
 	// one runs; procWG and flushWG let the reader wait for them at the end.
-	procWG  sync.WaitGroup
-	flushWG sync.WaitGroup
+	// An idle processor lingers for procLinger (q.lingering), woken by
+	// procWake, so that a client with one request at a time does not start
+	// one per request.
+	procWG   sync.WaitGroup
+	flushWG  sync.WaitGroup
+	procWake chan struct{}
 
 	// q holds the requests read and not yet answered, in order, at most
 	// maxOutstanding of them and about queueBytes of request bytes; the
@@ -109,11 +113,13 @@ type conn struct {
 	// an idle session).
 	q struct {
 		sync.Mutex
-		items   []*pending
-		head    int
-		bytes   int  // request bytes of the queued items
-		running bool // a processor runs
-		parked  bool // the processor waits for the client to read (park)
+		items     []*pending
+		head      int
+		bytes     int  // request bytes of the queued items
+		running   bool // a processor runs
+		lingering bool // it has answered every request and waits for more
+		stopping  bool // the reader has ended: the processor ends once idle
+		parked    bool // the processor waits for the client to read (park)
 	}
 
 	// out is the outbox. Lock order: registry.mu, then out.
@@ -192,6 +198,7 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 	c.st.init()
 	c.outDrained = make(chan struct{}, 1)
 	c.readerWake = make(chan struct{}, 1)
+	c.procWake = make(chan struct{}, 1)
 	c.slotsIdle = make(chan struct{}, 1)
 	return c
 }
@@ -240,6 +247,7 @@ func (c *conn) serve() {
 // releases the connection's session and watches.
 func (c *conn) finish() {
 	c.in.release()
+	c.stopProcessor()
 	c.procWG.Wait()
 	c.out.Lock()
 	graceful := c.out.closeAfter
@@ -499,13 +507,13 @@ func (c *conn) waitsForRound(p *pending) bool {
 }
 
 // idle reports whether the connection has nothing queued and no processor
-// running: a request read now may be answered by the reader itself, in
-// order. Only the reader adds to the queue, so it stays idle until the
-// reader pushes.
+// running (or one lingering, done with every request): a request read now
+// may be answered by the reader itself, in order. Only the reader adds to
+// the queue, so it stays idle until the reader pushes.
 func (c *conn) idle() bool {
 	c.q.Lock()
 	defer c.q.Unlock()
-	return !c.q.running && len(c.q.items) == c.q.head
+	return (!c.q.running || c.q.lingering) && len(c.q.items) == c.q.head
 }
 
 // dispatch turns one request into a pending reply, proposing writes now.
@@ -604,33 +612,61 @@ func (c *conn) push(p *pending) bool {
 	c.q.Lock()
 	c.q.items = append(c.q.items, p)
 	c.q.bytes += p.size
-	if !c.q.running {
+	wake := false
+	switch {
+	case !c.q.running:
 		c.q.running = true
 		c.procWG.Add(1)
 		go c.processor()
+	case c.q.lingering:
+		c.q.lingering, wake = false, true
 	}
 	unslot := c.q.parked && p.slot // park's invariant
 	if unslot {
 		p.slot = false
 	}
 	c.q.Unlock()
+	if wake {
+		c.wakeProcessor()
+	}
 	if unslot {
 		c.srv.outstanding.release(c, 1)
 	}
 	return true
 }
 
-// pop takes the oldest queued request; nil (and the processor is no
-// longer running) when there is none.
-func (c *conn) pop() *pending {
+func (c *conn) wakeProcessor() {
+	select {
+	case c.procWake <- struct{}{}:
+	default:
+	}
+}
+
+// stopProcessor tells the processor that no request follows: it ends once
+// it has answered the queued ones. The reader calls it as it ends.
+func (c *conn) stopProcessor() {
+	c.q.Lock()
+	c.q.stopping = true
+	c.q.Unlock()
+	c.wakeProcessor()
+}
+
+// pop takes the oldest queued request; nil when there is none: the
+// processor then lingers, or ends (stop) once the reader has ended.
+func (c *conn) pop() (p *pending, stop bool) {
 	c.q.Lock()
 	defer c.q.Unlock()
 	n := len(c.q.items) - c.q.head
 	if n == 0 {
-		c.q.items, c.q.head, c.q.running = nil, 0, false
-		return nil
+		c.q.items, c.q.head = nil, 0
+		if c.q.stopping {
+			c.q.running = false
+			return nil, true
+		}
+		c.q.lingering = true
+		return nil, false
 	}
-	p := c.q.items[c.q.head]
+	p = c.q.items[c.q.head]
 	c.q.items[c.q.head] = nil
 	c.q.head++
 	c.q.bytes -= p.size
@@ -638,7 +674,7 @@ func (c *conn) pop() *pending {
 	case c.readerWake <- struct{}{}: // room for the reader, if it waits
 	default:
 	}
-	return p
+	return p, false
 }
 
 // queued is the number of requests waiting for the processor.
@@ -648,16 +684,51 @@ func (c *conn) queued() int {
 	return len(c.q.items) - c.q.head
 }
 
-// processor answers queued requests in order, and ends when the queue is
-// empty (push starts another for the next request).
+// procLinger is how long an idle processor waits for the next request
+// before it ends. Starting one per request costs more than the request
+// (its stack grows for every read and write it completes), and a session
+// that sends one request at a time leaves it idle between them.
+const procLinger = time.Second
+
+// processor answers queued requests in order; idle for procLinger, or once
+// the reader has ended, it ends (push starts another for the next request).
 func (c *conn) processor() {
 	defer c.procWG.Done()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		p := c.pop()
-		if p == nil {
+		p, stop := c.pop()
+		if stop {
 			return
 		}
-		c.process(p, false)
+		if p != nil {
+			c.process(p, false)
+			continue
+		}
+		if t == nil {
+			t = time.NewTimer(procLinger)
+		} else {
+			t.Reset(procLinger)
+		}
+		select {
+		case <-c.procWake:
+			continue // a request, or the reader ended (pop says which)
+		case <-t.C:
+		case <-c.done:
+		}
+		c.q.Lock()
+		if len(c.q.items) > c.q.head {
+			c.q.lingering = false // pushed meanwhile
+			c.q.Unlock()
+			continue
+		}
+		c.q.running, c.q.lingering = false, false
+		c.q.Unlock()
+		return
 	}
 }
 

@@ -382,7 +382,7 @@ func (c *conn) handshake() (bool, error) {
 	c.timeout = time.Duration(timeout) * time.Millisecond
 	c.cell.attach(c.sessionID, c)
 	c.cell.alive.Record(c.sessionID)
-	c.enqueue(jute.AppendFrame(nil, resp))
+	c.reply(jute.AppendFrame(nil, resp))
 	return true, nil
 }
 
@@ -757,7 +757,13 @@ func (c *conn) process(p *pending, byReader bool) {
 		return
 	}
 	if p.watching {
+		// The reply and the notifications finishRead queues are written
+		// here, as reply writes a reply alone.
+		claimed := c.claimWriter()
 		c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+		if claimed {
+			c.writeQueued()
+		}
 	} else {
 		c.waitOutboxRoom(byReader) // a slow reader holds the pipeline, not memory
 		c.reply(frame)
@@ -852,47 +858,81 @@ func (c *conn) enqueue(frame []byte) {
 	c.out.Unlock()
 }
 
-// reply queues a reply frame, writing it at once when nothing is queued
-// ahead of it: one request at a time then takes no flusher goroutine (a
-// new goroutine per reply grows its stack for the write, every time). The
-// write never waits for the socket: what it cannot write at once goes to
-// the flusher, which waits under the stall timeout (write).
+// reply queues a reply frame and, unless a flusher runs, writes the
+// outbox at once (writeQueued): one request at a time then takes no
+// flusher goroutine (a new goroutine per reply grows its stack for the
+// write, every time). Nothing waits for the socket here: what it does not
+// take at once goes to the flusher, which waits under the stall timeout.
 func (c *conn) reply(frame []byte) {
-	c.out.Lock()
-	if c.out.closed || c.raw == nil || c.out.flushing || len(c.out.frames) > 0 {
-		c.out.Unlock()
-		c.enqueue(frame)
-		return
+	claimed := c.claimWriter()
+	c.enqueue(frame)
+	if claimed {
+		c.writeQueued()
 	}
-	// While flushing is set no flusher starts: frames queued meanwhile
-	// (notifications) wait behind this one.
+}
+
+// claimWriter makes the calling goroutine the outbox's writer, unless a
+// flusher is one (or the socket is TLS, or the outbox closed): no flusher
+// starts while it holds the role, and it must call writeQueued, which
+// writes what was queued meanwhile in order (notifications too).
+func (c *conn) claimWriter() bool {
+	c.out.Lock()
+	defer c.out.Unlock()
+	if c.out.closed || c.raw == nil || c.out.flushing {
+		return false
+	}
 	c.out.flushing = true
-	c.out.writing += len(frame)
-	c.out.Unlock()
-	n := c.tryWrite(frame)
+	return true
+}
+
+// writeQueued writes the queued frames without waiting for the socket, as
+// the writer claimWriter made the caller, and hands what is left (and a
+// close once the outbox is written) to a flusher.
+func (c *conn) writeQueued() {
 	c.out.Lock()
-	c.out.writing -= len(frame)
-	if n < len(frame) && (!c.out.closed || c.out.closeAfter) {
-		// The rest goes first, before what was queued meanwhile (a
-		// connection closing after its outbox is written, too).
-		c.out.frames = append([][]byte{frame[n:]}, c.out.frames...)
-		c.out.bytes += len(frame) - n
+	for len(c.out.frames) > 0 {
+		frames := c.takeFramesLocked()
+		c.out.Unlock()
+		sent, wrote := 0, 0
+		var rest [][]byte
+		for i, f := range frames {
+			n := c.tryWrite(f)
+			wrote += n
+			if n < len(f) {
+				rest = append([][]byte{f[n:]}, frames[i+1:]...)
+				break
+			}
+			sent++
+		}
+		if sent > 0 {
+			c.srv.stats.sent.Add(int64(sent))
+			c.st.sent.Add(int64(sent))
+		}
+		if wrote > 0 {
+			c.outboxProgress(wrote)
+		}
+		c.out.Lock()
+		if rest != nil {
+			size := 0
+			for _, f := range rest {
+				size += len(f)
+			}
+			c.out.writing -= size
+			if !c.out.closed || c.out.closeAfter {
+				// The rest goes first, before what was queued meanwhile.
+				c.out.frames = append(rest, c.out.frames...)
+				c.out.bytes += size
+			}
+			break
+		}
 	}
-	more := len(c.out.frames) > 0 || c.out.closeAfter
-	if more {
+	if len(c.out.frames) > 0 || c.out.closeAfter {
 		c.flushWG.Add(1)
 		go c.flusher() // flushing stays set: it is the flusher's now
 	} else {
 		c.out.flushing = false
 	}
 	c.out.Unlock()
-	if n == len(frame) {
-		c.srv.stats.sent.Add(1)
-		c.st.sent.Add(1)
-	}
-	if n > 0 {
-		c.outboxWritten()
-	}
 }
 
 // tryWrite writes what the socket takes of b without waiting for it; the

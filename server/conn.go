@@ -424,8 +424,16 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 // readLoop reads requests until the connection ends.
 func (c *conn) readLoop() error {
 	var lastRead *pending
+	// A connection that sends nothing for two session timeouts and a tick
+	// is closed. The deadline is moved at most once a tick (each move is a
+	// timer's), so it falls up to a tick later.
+	idle, tick := 2*c.timeout+c.srv.cfg.TickTime, c.srv.cfg.TickTime
+	var moved time.Time
 	for {
-		c.nc.SetReadDeadline(time.Now().Add(2*c.timeout + c.srv.cfg.TickTime))
+		if now := time.Now(); now.Sub(moved) >= tick {
+			c.nc.SetReadDeadline(now.Add(idle + tick))
+			moved = now
+		}
 		body, err := c.readFrame(nil)
 		if err != nil {
 			return err

@@ -19,7 +19,8 @@ type applier struct {
 	kv     storeKV
 	opts   znode.Options
 	zxid   int64
-	digest uint64 // the store's digest (digest.go), kept by kv
+	digest uint64    // the store's digest (digest.go), kept by kv
+	stats  TreeStats // the tree's figures (stats.go), kept by kv
 	// digests are the digests after each entry of this Update, recent
 	// those of earlier Updates (for KindCheckDigest).
 	digests []indexDigest
@@ -117,8 +118,7 @@ func (a *applier) next() int64 {
 
 func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 	for _, t := range ts {
-		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL,
-			Size: t.Size, Ephemeral: t.Ephemeral})
+		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL})
 	}
 }
 
@@ -321,8 +321,7 @@ func (a *applier) setConfig(c *Command) (*Reply, error) {
 	if err := a.kv.Put(znode.ConfigPath, u); err != nil {
 		return nil, err
 	}
-	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL,
-		Size: int64(len(u.Data) - len(n.Data))}})
+	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL}})
 	return &Reply{Zxid: zxid}, nil
 }
 

@@ -31,21 +31,6 @@ func entryHash(k, v []byte) uint64 {
 	return d.Sum64()
 }
 
-// computeDigest walks every digested key of r.
-func computeDigest(r reader) (uint64, error) {
-	var sum uint64
-	for _, sp := range digestedSpaces {
-		err := scanPrefix(r, []byte{sp}, func(k, v []byte) error {
-			sum += entryHash(k, v)
-			return nil
-		})
-		if err != nil {
-			return 0, err
-		}
-	}
-	return sum, nil
-}
-
 func putDigest(w writer, d uint64) error {
 	var v [8]byte
 	binary.BigEndian.PutUint64(v[:], d)
@@ -66,30 +51,40 @@ func storedDigest(r reader) (d uint64, ok bool, err error) {
 }
 
 // checkDigest recomputes the digest of db and compares it with the stored
-// one; a store without one gets it. It returns the digest.
-func checkDigest(db *pebble.DB, dir string, applied uint64) (uint64, error) {
-	got, err := computeDigest(db)
+// one; a store without one gets it. It returns the digest and the tree's
+// figures, which it stores when they are missing or differ (they are
+// derived from the tree the digest vouches for).
+func checkDigest(db *pebble.DB, dir string, applied uint64) (uint64, TreeStats, error) {
+	got, st, err := computeDigest(db)
 	if err != nil {
-		return 0, fmt.Errorf("%w: %s: reading it back: %w", ErrDamaged, dir, err)
+		return 0, st, fmt.Errorf("%w: %s: reading it back: %w", ErrDamaged, dir, err)
 	}
 	want, ok, err := storedDigest(db)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", dir, err)
+		return 0, st, fmt.Errorf("%s: %w", dir, err)
 	}
-	if !ok {
-		b := db.NewBatch()
-		if err := putDigest(b, got); err != nil {
-			b.Close()
-			return 0, err
-		}
-		return got, b.Commit(pebble.Sync)
-	}
-	if got != want {
-		return 0, fmt.Errorf("%w: %s does not add up to its digest at applied index %d "+
+	if ok && got != want {
+		return 0, st, fmt.Errorf("%w: %s does not add up to its digest at applied index %d "+
 			"(recorded %016x, its keys give %016x): it has lost or changed data since it was written",
 			ErrDamaged, dir, applied, want, got)
 	}
-	return got, nil
+	have, haveOK, err := storedStats(db)
+	if err != nil {
+		return 0, st, fmt.Errorf("%s: %w", dir, err)
+	}
+	if ok && haveOK && have == st {
+		return got, st, nil
+	}
+	b := db.NewBatch()
+	if err := putDigest(b, got); err != nil {
+		b.Close()
+		return 0, st, err
+	}
+	if err := putStats(b, st); err != nil {
+		b.Close()
+		return 0, st, err
+	}
+	return got, st, b.Commit(pebble.Sync)
 }
 
 // set writes k=v over the entry's current value old (nil: none), keeping

@@ -320,11 +320,14 @@ func TestDigestKeptByEveryWrite(t *testing.T) {
 	check := func(step int) {
 		t.Helper()
 		h.sm.mu.RLock()
-		got, err := computeDigest(h.sm.mu.db)
-		kept := h.sm.mu.digest
+		got, st, err := computeDigest(h.sm.mu.db)
+		kept, keptStats := h.sm.mu.digest, h.sm.mu.stats
 		h.sm.mu.RUnlock()
 		if err != nil || got != kept {
 			t.Fatalf("step %d: kept digest %016x, the store's keys give %016x (%v)", step, kept, got, err)
+		}
+		if st != keptStats {
+			t.Fatalf("step %d: kept tree figures %+v, the store gives %+v", step, keptStats, st)
 		}
 	}
 	for step := 0; step < 400; step++ {

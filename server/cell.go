@@ -45,7 +45,6 @@ type cell struct {
 	tracker    *session.Tracker
 	watches    *registry
 	resumables *resumables
-	counts     treeCounts // nodes, ephemerals, data size (stats.go)
 
 	// mu guards the session-to-connection table and the index of each
 	// session's last keep-alive applied here (sent with expiries, so the
@@ -83,7 +82,6 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 	c.resumables.applied(events)
 	for i := range events {
 		ev := &events[i]
-		c.counts.apply(ev)
 		switch ev.Kind {
 		case raftsm.EventWatch:
 			c.watches.trigger(ev.Zxid, ev.Type, ev.Path, ev.ACL)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	rwatch "github.com/zkraft/zkraft/compat/resumable"
+	rwatch "github.com/zkraft/zkraft/client/resumable"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/raftsm"
 )

@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lni/dragonboat/v4"
-
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/session"
@@ -138,16 +136,16 @@ type conn struct {
 type pending struct {
 	xid        int32
 	op         jute.OpCode
-	rs         *dragonboat.RequestState // a proposed write
-	exec       func() (*result, error)  // a read, run in order
-	watching   bool                     // exec may set watches (readOp)
-	res        *result                  // what exec returned
-	executed   chan struct{}            // closed once exec has run (queued reads only)
-	after      func()                   // runs after the reply is queued
-	frame      []byte                   // a ready reply
-	start      time.Time                // when the request was read, for latency
-	size       int                      // request bytes, for the queue's bound
-	slot       bool                     // holds a global slot (limits.go)
+	prop       proposal                // a proposed write
+	exec       func() (*result, error) // a read, run in order
+	watching   bool                    // exec may set watches (readOp)
+	res        *result                 // what exec returned
+	executed   chan struct{}           // closed once exec has run (queued reads only)
+	after      func()                  // runs after the reply is queued
+	frame      []byte                  // a ready reply
+	start      time.Time               // when the request was read, for latency
+	size       int                     // request bytes, for the queue's bound
+	slot       bool                    // holds a global slot (limits.go)
 	closeAfter bool
 }
 
@@ -343,7 +341,7 @@ func (c *conn) handshake() (bool, error) {
 	}
 	if req.LastZxidSeen > c.srv.lastZxid() {
 		// Catch up before refusing: this member may lag the leader.
-		if _, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) { return nil, nil }), true); err != nil {
+		if err := c.cell.rep.read(nil, readQuery{fn: func(raftsm.View) error { return nil }, linearizable: true}); err != nil {
 			return false, err
 		}
 		if req.LastZxidSeen > c.srv.lastZxid() {
@@ -391,7 +389,7 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		id := c.cell.ids.Next()
 		// Retried across leader changes: the id is this member's own, so
 		// NODEEXISTS after a retry means an earlier attempt created it.
-		rep, retried, err := c.cell.proposeRetry(&raftsm.Command{
+		rep, retried, err := c.cell.rep.proposeRetry(&raftsm.Command{
 			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Owner: c.owner, Time: time.Now().UnixMilli(),
 		}, c.done)
 		if err != nil {
@@ -412,7 +410,7 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 		return false, nil
 	}
 	// attach is idempotent: retried across leader changes.
-	rep, _, err := c.cell.proposeRetry(&raftsm.Command{
+	rep, _, err := c.cell.rep.proposeRetry(&raftsm.Command{
 		Kind: raftsm.KindAttach, Session: id, Owner: c.owner, Time: time.Now().UnixMilli(),
 	}, c.done)
 	if err != nil {
@@ -477,7 +475,7 @@ func (c *conn) readLoop() error {
 		}
 		p.start, p.size, p.slot = start, len(body), true
 		c.inflight.Add(1)
-		if p.rs == nil && !c.waitsForRound(p) && c.idle() {
+		if p.prop == nil && !c.waitsForRound(p) && c.idle() {
 			// Nothing queued ahead: answer it here, sparing a processor
 			// goroutine (and its stack's growth) per request. No later
 			// request is read before it has run (p.executed stays nil).
@@ -594,13 +592,13 @@ func validWrite(op jute.OpCode, body []byte) bool {
 }
 
 func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pending, error) {
-	rs, err := c.cell.propose(cmd)
+	prop, err := c.cell.rep.propose(cmd)
 	if err != nil {
 		// The client sees a lost connection and retries elsewhere.
 		c.log().Warn("propose failed", "op", cmd.Op.String(), "err", err)
 		return nil, err
 	}
-	p.rs = rs
+	p.prop = prop
 	p.closeAfter = closeAfter
 	return p, nil
 }
@@ -792,17 +790,11 @@ func (c *conn) process(p *pending, byReader bool) {
 
 func (c *conn) complete(p *pending) ([]byte, error) {
 	switch {
-	case p.rs != nil:
-		var r dragonboat.RequestResult
-		select {
-		case r = <-p.rs.ResultC():
-			p.rs.Release()
-		case <-c.done:
-			// The connection is gone (closed by the client, a leader change
-			// or shutdown): nobody waits for this reply any more.
-			return nil, net.ErrClosed
-		}
-		rep, err := replyOf(r)
+	case p.prop != nil:
+		// net.ErrClosed once the connection is gone (closed by the client,
+		// a leader change or shutdown): nobody waits for this reply any
+		// more.
+		rep, err := p.prop.wait(c.done)
 		if err != nil {
 			return nil, err
 		}

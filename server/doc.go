@@ -42,9 +42,16 @@
 // with no other lock held, limits.go), cell.servingMu, connStats.mu (then
 // its latency's mu, stats.go), peerListener.mu (ops.go).
 //
-// It may import raftsm, znode, session and jute, Dragonboat, Pebble (for
-// the store's metrics) and the Prometheus client; never zkdata, the client
-// tree or cmd (internal/layout's test checks it).
+// The connection pipeline and the cell's loops reach the shard through
+// the replica interface (replica.go: propose, linearizable and local
+// reads, membership), which raftReplica (raft.go) implements over
+// Dragonboat: only raft.go sees Dragonboat's request states, and no Lookup
+// result is type-asserted (readValue returns each read's value typed).
+//
+// It may import raftsm, znode, session and jute, Dragonboat and the
+// Prometheus client; never Pebble (the store is raftsm's: its views,
+// figures and checks), zkdata, the client tree or cmd (internal/layout's
+// test checks it).
 //
 // Its caller (cmd/zkraft) fills in a Config (each field's zero value is
 // documented; New calls Validate to apply the defaults), calls New, which

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 
@@ -285,14 +284,14 @@ func fdCounts() (open, max int64) {
 	return open, max
 }
 
-// storeMetrics are the state machine's Pebble metrics, nil if the replica
+// storeFigures are the state machine's store figures, nil if the replica
 // cannot be read.
-func (s *Server) storeMetrics() *pebble.Metrics {
-	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-		return v.StoreMetrics(), nil
-	}))
+func (s *Server) storeFigures() *raftsm.StoreFigures {
+	f, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (*raftsm.StoreFigures, error) {
+		return v.StoreFigures(), nil
+	})
 	if err != nil {
 		return nil
 	}
-	return v.(*pebble.Metrics)
+	return f
 }

@@ -81,17 +81,12 @@ func (l *leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
 // the Raft replica, waits until the shard has a leader, and listens for
 // clients. Close stops it.
 func New(cfg Config) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
+	s, err := newServer(cfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg = s.cfg
 	QuietRaftLogs()
-	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
-	s.mu.conns = map[*conn]struct{}{}
-	s.mu.perIP = map[string]int{}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.initOps(); err != nil {
-		return nil, err
-	}
 
 	for _, d := range []string{cfg.DataDir, cfg.LogDir} {
 		if d == "" {
@@ -128,6 +123,7 @@ func New(cfg Config) (*Server, error) {
 	s.nh = nh
 
 	c := newCell(s, cfg.ShardID, cfg.ReplicaID)
+	c.rep = &raftReplica{nh: nh, shardID: cfg.ShardID, srv: s, cell: c}
 	s.cell = c
 	ll.s.Store(s)
 	smCfg := raftsm.Config{
@@ -203,8 +199,8 @@ func New(cfg Config) (*Server, error) {
 		// One ReadIndex, which waits until the replica has applied every
 		// entry committed before this start (a restart replays the log's
 		// tail); after it local reads are linearizable (cell.localReads).
-		noop := raftsm.ReadFunc(func(raftsm.View) (any, error) { return nil, nil })
-		if _, err := c.read(noop, true); err != nil {
+		noop := readQuery{fn: func(raftsm.View) error { return nil }, linearizable: true}
+		if err := c.rep.read(nil, noop); err != nil {
 			nh.Close()
 			return nil, fmt.Errorf("server: first read: %w", err)
 		}
@@ -240,6 +236,22 @@ func New(cfg Config) (*Server, error) {
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", raftListen,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
+	return s, nil
+}
+
+// newServer is a member's state before it has a replica or a listener:
+// its configuration (validated), connection table and operations.
+func newServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
+	s.mu.conns = map[*conn]struct{}{}
+	s.mu.perIP = map[string]int{}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.initOps(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 

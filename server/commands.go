@@ -84,6 +84,7 @@ var commands = []command{
 	{name: "set_trace_mask", word: "stmk", arg: 8, text: stmkText, json: setTraceMaskJSON},
 	// ZooKeeper 3.9's AdminServer (shed_connections is on its main branch, ZOOKEEPER-5015).
 	{name: "shed_connections", aliases: []string{"shed"}, serving: true, auth: true, post: shedConnectionsPost}, // shed.go
+	{name: "snapshot", aliases: []string{"snap"}, serving: true, auth: true, get: snapshotGet},                  // snapshotstream.go
 	{name: "stat_reset", word: "srst", serving: true,
 		text: thenSay((*Server).resetServerStats, "Server stats reset.\n"), json: thenEmpty((*Server).resetServerStats)},
 	{name: "stats", word: "stat", serving: true, text: statText, json: statsJSON},

@@ -33,6 +33,8 @@ type opsState struct {
 	saslUsers map[string]string
 
 	peers peerListener
+
+	snapLimit snapshotLimiter // the snapshot command's (snapshotstream.go)
 }
 
 // peerListener follows Dragonboat's connections to other members, which

@@ -195,6 +195,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 	}
 
 	ops.apply(&cfg, set, *configPath != "")
+	cfg.Admin.WriteSnapshot = writeZooKeeperSnapshot // adminsnapshot.go
 	return cfg, notes, nil
 }
 

@@ -586,6 +586,11 @@ func (s *zkSettings) applyAdmin(cfg *server.Config) error {
 		cfg.Admin.CommandURL = v
 	}
 	cfg.Admin.IdleTimeout = time.Duration(s.propInt("zookeeper.admin.idleTimeout", 30000)) * time.Millisecond
+	// ZooKeeper 3.9's snapshot command: on by default, one per interval.
+	cfg.Admin.SnapshotDisabled = !s.propBool("zookeeper.admin.snapshot.enabled", true)
+	if ms := s.propInt("zookeeper.admin.rateLimiterIntervalInMS", 300000); ms > 0 {
+		cfg.Admin.SnapshotInterval = time.Duration(ms) * time.Millisecond
+	}
 	if s.propBool("zookeeper.admin.forceHttps", false) && cfg.Admin.Enabled {
 		cfg.Admin.Enabled = false // it would have served HTTPS only; see its note
 	}

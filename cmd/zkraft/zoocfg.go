@@ -460,6 +460,13 @@ func parseServer(key, v, clientAddr string) (server.Member, error) {
 // properties.
 func (s *zkSettings) applySystemProperties(cfg *server.Config) error {
 	cfg.ExtendedTypes = s.propBool("zookeeper.extendedTypesEnabled", false)
+	if s.propBool("zookeeper.audit.enable", false) {
+		// ZooKeeper's audit logger writes where its logging configuration
+		// sends org.apache.zookeeper.audit.Slf4jAuditLogger, by default
+		// with the rest of its log; zkraft's log is stderr (--audit-log
+		// names a file).
+		cfg.AuditLog = os.Stderr
+	}
 	cfg.EnforceQuota = s.propBool("zookeeper.enforceQuota", false)
 	if v, ok := s.prop("zookeeper.DigestAuthenticationProvider.superDigest"); ok {
 		cfg.SuperDigest = v

@@ -142,6 +142,10 @@ func (s *Server) startOps() error {
 		s.ops.secureLn = ln
 		s.wg.Add(1)
 		go s.secureAcceptLoop(ln)
+		if s.cfg.TLS.Reload && s.cfg.TLS.Config == nil {
+			s.wg.Add(1)
+			go s.tlsReloadLoop(s.ops.tls)
+		}
 		s.log.Info("serving TLS", "secureClient", ln.Addr().String(), "clientAuth", s.cfg.TLS.ClientAuth)
 	}
 	if s.cfg.Metrics.Enabled {

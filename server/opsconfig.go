@@ -77,6 +77,11 @@ type TLSConfig struct {
 	Quorum                                      bool
 	QuorumCertFile, QuorumKeyFile, QuorumCAFile string
 
+	// Reload reads CertFile, KeyFile and CAFile again when they change,
+	// for new connections (ZooKeeper 3.9's zookeeper.client.certReload;
+	// tls.go).
+	Reload bool
+
 	// Config, if set, is used as is for the secure client listener
 	// instead of the files (for embedding and tests).
 	Config *tls.Config

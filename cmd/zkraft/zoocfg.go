@@ -613,6 +613,8 @@ func (s *zkSettings) applyTLS(cfg *server.Config) error {
 		}
 	}
 	str("zookeeper.ssl.keyStore.location", &cfg.TLS.CertFile)
+	// ZooKeeper 3.9: reload the client port's stores when they change.
+	cfg.TLS.Reload = s.propBool("zookeeper.client.certReload", false)
 	str("zookeeper.ssl.trustStore.location", &cfg.TLS.CAFile)
 	str("zookeeper.ssl.quorum.keyStore.location", &cfg.TLS.QuorumCertFile)
 	str("zookeeper.ssl.quorum.trustStore.location", &cfg.TLS.QuorumCAFile)

@@ -187,7 +187,7 @@ func TestAppliedSettingsChangeTheConfig(t *testing.T) {
 		"admin.idleTimeout": "1000", "admin.commandURL": "/c", "admin.snapshot.enabled": "false", "admin.rateLimiterIntervalInMS": "1000",
 		"metricsProvider.className": "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
 		"metricsProvider.httpHost":  "127.0.0.1", "metricsProvider.httpPort": "7001", "standaloneEnabled": "false",
-		"dataLogDir": "/l", "audit.enable": "true",
+		"dataLogDir": "/l", "audit.enable": "true", "client.certReload": "true",
 	}
 	jvmOnly := map[string]string{"jute.maxbuffer": "10", "znode.container.checkIntervalMs": "10", "java.security.auth.login.config": "/j"}
 	base, _, err := parseWith(t, "dataDir=/d\nclientPort=2181\nserver.1=a:1:2\n", nil)

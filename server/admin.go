@@ -6,6 +6,8 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+
+	"github.com/zkraft/zkraft/console"
 )
 
 // adminHandler serves ZooKeeper's AdminServer API: GET <url> lists the
@@ -25,6 +27,10 @@ func (s *Server) adminHandler() http.Handler {
 		w.Write([]byte(b.String()))
 	}
 	mux.HandleFunc(base, list)
+	// The web console (package console; console.go).
+	ch := console.Handler(consoleBackend{s}, consolePrefix)
+	mux.Handle(consolePrefix, ch)
+	mux.Handle(consolePrefix+"/", ch)
 	mux.HandleFunc(base+"/", func(w http.ResponseWriter, r *http.Request) {
 		name := strings.Trim(strings.TrimPrefix(r.URL.Path, base), "/")
 		if name == "" {

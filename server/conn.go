@@ -147,6 +147,9 @@ type pending struct {
 	size       int                     // request bytes, for the queue's bound
 	slot       bool                    // holds a global slot (limits.go)
 	closeAfter bool
+	// auditBody is a write's request, kept for the audit log when it is
+	// on (audit.go).
+	auditBody []byte
 }
 
 // ran tells a reader waiting to read a later write that the read has run.
@@ -564,6 +567,8 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil
+		} else if c.srv.audit != nil {
+			p.auditBody = append([]byte(nil), body...)
 		}
 		return c.propose(p, cmd, false)
 	default:
@@ -797,6 +802,9 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 		rep, err := p.prop.wait(c.done)
 		if err != nil {
 			return nil, err
+		}
+		if p.auditBody != nil {
+			c.auditWrite(p.op, p.auditBody, rep)
 		}
 		var body jute.Record
 		if len(rep.Body) > 0 {

@@ -32,6 +32,8 @@ type opsState struct {
 	saslUsers map[string]string
 
 	peers peerListener
+
+	snapLimit snapshotLimiter // the snapshot command's (snapshotstream.go)
 }
 
 // peerListener follows Dragonboat's connections to other members, which
@@ -134,6 +136,10 @@ func (s *Server) startOps() error {
 		}
 		s.ops.secureLn = ln
 		s.routines.start(func() { s.secureAcceptLoop(ln) })
+		if s.cfg.TLS.Reload && s.cfg.TLS.Config == nil {
+			tc := s.ops.tls
+			s.routines.start(func() { s.tlsReloadLoop(tc) })
+		}
 		s.log.Info("serving TLS", "secureClient", ln.Addr().String(), "clientAuth", s.cfg.TLS.ClientAuth)
 	}
 	if s.cfg.Metrics.Enabled {

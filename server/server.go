@@ -35,6 +35,8 @@ type Server struct {
 	started time.Time
 	stats   stats
 
+	audit *auditLog // nil: off (audit.go)
+
 	// Operations: figures, limits, admin, metrics, TLS and SASL (ops.go).
 	counters    serverCounters
 	metrics     *metrics
@@ -233,6 +235,7 @@ func New(cfg Config) (*Server, error) {
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()
 	}
+	s.auditServer(auditStart, "success")
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", raftListen,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
@@ -245,7 +248,7 @@ func newServer(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now(), audit: newAuditLog(cfg.AuditLog)}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
@@ -438,12 +441,17 @@ func (s *Server) Close() error {
 	}
 	s.routines.wait()
 	s.nh.Close()
+	s.auditServer(auditStop, "invoked")
 	s.log.Info("stopped")
 	return err
 }
 
 // lastZxid is the last zxid applied on this member.
 func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
+
+// superAuth reads everything, for the server's own bookkeeping (the
+// AdminServer's authorization and the console read ACLs with it).
+var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 
 // NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data
 // dirs and Raft address, for the server and for the offline commands

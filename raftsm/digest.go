@@ -82,7 +82,7 @@ func checkDigest(db *pebble.DB, dir string, applied uint64) (uint64, error) {
 			b.Close()
 			return 0, err
 		}
-		return got, b.Commit(pebble.Sync)
+		return got, commitDurable(db, b)
 	}
 	if got != want {
 		return 0, fmt.Errorf("%w: %s does not add up to its digest at applied index %d "+

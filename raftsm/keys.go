@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
+	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -188,11 +189,23 @@ func upperBound(p []byte) []byte {
 // nodeValue is the stored value of a node: the length of its path (for
 // the tree's data size, without a walk) and its record.
 func nodeValue(path string, n *znode.Node) []byte {
-	rec := marshal(n)
-	v := make([]byte, 0, binary.MaxVarintLen64+len(rec))
-	v = binary.AppendUvarint(v, uint64(len(path)))
-	return append(v, rec...)
+	// One buffer of the encoded size: the value is written once, not
+	// grown from Marshal's 64 bytes and then copied behind the prefix.
+	size := binary.MaxVarintLen64 + nodeRecordBytes + len(n.Data)
+	for _, a := range n.ACL {
+		size += 12 + len(a.ID.Scheme) + len(a.ID.ID)
+	}
+	w := jute.NewWriter(size)
+	var pre [binary.MaxVarintLen64]byte
+	w.Raw(pre[:binary.PutUvarint(pre[:], uint64(len(path)))])
+	n.Encode(w)
+	return w.Bytes()
 }
+
+// nodeRecordBytes is the size of znode.Node's record without its data and
+// its ACL entries: version, data and ACL lengths, five longs, three ints,
+// the ephemeral owner and the child count.
+const nodeRecordBytes = 4 + 4 + 4 + 5*8 + 3*4 + 8 + 4
 
 // splitNodeValue returns the path length and the record of a stored node.
 func splitNodeValue(v []byte) (pathLen int, rec []byte, err error) {
@@ -201,6 +214,28 @@ func splitNodeValue(v []byte) (pathLen int, rec []byte, err error) {
 		return 0, nil, fmt.Errorf("%w: node value without a path length", znode.ErrCorruptNode)
 	}
 	return int(l), v[n:], nil
+}
+
+// nodeTail reads from a stored node only the fields of the fixed-size end
+// of its record (Czxid to NumChildren): what Put needs of the node it
+// replaces. Data and ACL are left empty.
+func nodeTail(v []byte) (znode.Node, error) {
+	_, rec, err := splitNodeValue(v)
+	if err != nil {
+		return znode.Node{}, err
+	}
+	const tail = 5*8 + 3*4 + 8 + 4
+	if len(rec) < nodeRecordBytes || binary.BigEndian.Uint32(rec) != 1 {
+		return znode.Node{}, fmt.Errorf("%w: stored node of %d bytes", znode.ErrCorruptNode, len(rec))
+	}
+	t := rec[len(rec)-tail:]
+	long := func(off int) int64 { return int64(binary.BigEndian.Uint64(t[off:])) }
+	i32 := func(off int) int32 { return int32(binary.BigEndian.Uint32(t[off:])) }
+	return znode.Node{
+		Czxid: long(0), Mzxid: long(8), Pzxid: long(16), Ctime: long(24), Mtime: long(32),
+		Version: i32(40), Cversion: i32(44), Aversion: i32(48),
+		EphemeralOwner: long(52), NumChildren: i32(60),
+	}, nil
 }
 
 func decodeNodeValue(v []byte) (*znode.Node, error) {
@@ -433,9 +468,13 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 	}
 	var old *znode.Node
 	if oldRaw != nil {
-		if old, err = decodeNodeValue(oldRaw); err != nil {
+		// Only the fields at the record's fixed-size tail are needed of
+		// the old node: no need to decode its ACL.
+		tail, err := nodeTail(oldRaw)
+		if err != nil {
 			return err
 		}
+		old = &tail
 	}
 	v := nodeValue(path, n)
 	if err := kv.set(nodeKeyOf(&parent, &self, name), v, oldRaw); err != nil {

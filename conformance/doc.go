@@ -4,5 +4,9 @@
 // the server at $CONFORMANCE_ADDR (a real Apache ZooKeeper for the
 // differential run, see scripts/zk-differential.sh).
 //
-// It may import jute for codes only; never the server's internals.
+// It may import jute for codes, the client tree (client/resumable, whose
+// stream it checks over TCP) and the test helpers under internal/; the
+// server only in embedded_test.go, to start the in-process zkraft, and
+// never the server's internals, raftsm, znode or session
+// (internal/layout's test checks it).
 package conformance

@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat/resumable"
+	"github.com/zkraft/zkraft/client/resumable"
 	"github.com/zkraft/zkraft/internal/tcpproxy"
 	"github.com/zkraft/zkraft/jute"
 )

@@ -10,6 +10,7 @@ import (
 type OpCode int32
 
 // Op codes, as in ZooDefs.OpCode of ZooKeeper 3.8. There is no code 10.
+// Each has one entry in opTable (table.go): its name, records and kind.
 const (
 	OpNotification         OpCode = 0
 	OpCreate               OpCode = 1
@@ -50,54 +51,11 @@ const (
 	OpError         OpCode = -1
 )
 
-// AllOpCodes lists every OpCode constant above.
-var AllOpCodes = []OpCode{
-	OpNotification, OpCreate, OpDelete, OpExists, OpGetData, OpSetData, OpGetACL, OpSetACL, OpGetChildren, OpSync, OpPing, OpGetChildren2, OpCheck, OpMulti, OpCreate2, OpReconfig, OpCheckWatches, OpRemoveWatches, OpCreateContainer, OpDeleteContainer, OpCreateTTL, OpMultiRead, OpAuth, OpSetWatches, OpSASL, OpGetEphemerals, OpGetAllChildrenNumber, OpSetWatches2, OpAddWatch, OpWhoAmI, OpWatchFrom, OpUnwatchFrom, OpCreateSession, OpCloseSession, OpError,
-}
-
-var opNames = map[OpCode]string{
-	OpNotification:         "notification",
-	OpCreate:               "create",
-	OpDelete:               "delete",
-	OpExists:               "exists",
-	OpGetData:              "getData",
-	OpSetData:              "setData",
-	OpGetACL:               "getACL",
-	OpSetACL:               "setACL",
-	OpGetChildren:          "getChildren",
-	OpSync:                 "sync",
-	OpPing:                 "ping",
-	OpGetChildren2:         "getChildren2",
-	OpCheck:                "check",
-	OpMulti:                "multi",
-	OpCreate2:              "create2",
-	OpReconfig:             "reconfig",
-	OpCheckWatches:         "checkWatches",
-	OpRemoveWatches:        "removeWatches",
-	OpCreateContainer:      "createContainer",
-	OpDeleteContainer:      "deleteContainer",
-	OpCreateTTL:            "createTTL",
-	OpMultiRead:            "multiRead",
-	OpAuth:                 "auth",
-	OpSetWatches:           "setWatches",
-	OpSASL:                 "sasl",
-	OpGetEphemerals:        "getEphemerals",
-	OpGetAllChildrenNumber: "getAllChildrenNumber",
-	OpSetWatches2:          "setWatches2",
-	OpAddWatch:             "addWatch",
-	OpWhoAmI:               "whoAmI",
-	OpWatchFrom:            "watchFrom",
-	OpUnwatchFrom:          "unwatchFrom",
-	OpCreateSession:        "createSession",
-	OpCloseSession:         "closeSession",
-	OpError:                "error",
-}
-
 // String returns ZooKeeper's name for the op code (as in the Java client's
 // Request.op2String), or "unknown(N)".
 func (op OpCode) String() string {
-	if s, ok := opNames[op]; ok {
-		return s
+	if s := opIndex[op]; s != nil {
+		return s.Name
 	}
 	return "unknown(" + strconv.Itoa(int(op)) + ")"
 }

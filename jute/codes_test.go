@@ -3,6 +3,9 @@ package jute
 import (
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"strings"
 	"testing"
 )
@@ -37,6 +40,94 @@ func TestTableCoversAllOpCodes(t *testing.T) {
 		if _, ok := NewResponse(op); ok {
 			t.Errorf("NewResponse(%d) should be unknown", op)
 		}
+	}
+}
+
+// TestOpTableMatchesConstants: every OpCode constant declared in codes.go
+// has one entry in opTable, and the table has no code without a constant,
+// so a new op cannot be declared without its name and records.
+func TestOpTableMatchesConstants(t *testing.T) {
+	f, err := parser.ParseFile(token.NewFileSet(), "codes.go", nil, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	declared := map[string]bool{}
+	for _, d := range f.Decls {
+		gd, ok := d.(*ast.GenDecl)
+		if !ok || gd.Tok != token.CONST {
+			continue
+		}
+		for _, spec := range gd.Specs {
+			vs := spec.(*ast.ValueSpec)
+			if id, ok := vs.Type.(*ast.Ident); ok && id.Name == "OpCode" {
+				for _, n := range vs.Names {
+					declared[n.Name] = true
+				}
+			}
+		}
+	}
+	if len(declared) != len(opTable) {
+		t.Errorf("codes.go declares %d OpCode constants, opTable has %d entries", len(declared), len(opTable))
+	}
+	seen := map[OpCode]bool{}
+	for _, s := range opTable {
+		if seen[s.Code] {
+			t.Errorf("opTable lists %v twice", s.Code)
+		}
+		seen[s.Code] = true
+		if s.Name == "" || s.Request == nil || s.Response == nil {
+			t.Errorf("opTable entry %d is incomplete: %+v", s.Code, s)
+		}
+		// The constant is Op + the name with its first letter raised
+		// (OpGetChildren2: "getChildren2"), except sasl (OpSASL).
+		name := "Op" + strings.ToUpper(s.Name[:1]) + s.Name[1:]
+		if s.Code == OpSASL {
+			name = "OpSASL"
+		}
+		if !declared[name] {
+			t.Errorf("opTable entry %q has no constant %s in codes.go", s.Name, name)
+		}
+	}
+}
+
+// TestOpTableKinds: the writes, and the ops a multi may hold, are
+// ZooKeeper's.
+func TestOpTableKinds(t *testing.T) {
+	var writes, inMulti []string
+	for _, op := range AllOpCodes {
+		s, ok := Op(op)
+		if !ok {
+			t.Fatalf("Op(%v) missing", op)
+		}
+		if s.Write {
+			writes = append(writes, s.Name)
+		}
+		if s.InMulti {
+			inMulti = append(inMulti, s.Name)
+			if _, ok := newMultiOpRequest(op); !ok {
+				t.Errorf("%v is InMulti but has no multi request record", op)
+			}
+		}
+	}
+	if got, want := strings.Join(writes, ","), "create,delete,setData,setACL,check,multi,create2,reconfig,createContainer,createTTL"; got != want {
+		t.Errorf("writes = %s, want %s", got, want)
+	}
+	if got, want := strings.Join(inMulti, ","), "create,delete,getData,setData,getChildren,check,create2,createContainer,createTTL"; got != want {
+		t.Errorf("in multi = %s, want %s", got, want)
+	}
+	if _, ok := Op(10); ok {
+		t.Error("Op(10) is defined")
+	}
+	for _, op := range []OpCode{OpDelete, OpCheck} {
+		if r, ok := newMultiOpResponse(op); !ok || r != nil {
+			t.Errorf("multi result %v: %T %v, want no body", op, r, ok)
+		}
+	}
+	if r, _ := newMultiOpResponse(OpError); fmt.Sprintf("%T", r) != "*jute.ErrorResponse" {
+		t.Errorf("multi result error: %T", r)
+	}
+	if _, ok := newMultiOpResponse(OpSetACL); ok {
+		t.Error("setACL is a multi result type")
 	}
 }
 

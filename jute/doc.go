@@ -6,6 +6,13 @@
 // Raft. Decoding is hand-written and bounds-checked: a short or malformed
 // buffer is an error returned to the caller, never a panic.
 //
+// Each op code has one entry in the op table (table.go, OpSpec): its name,
+// its request and reply records, whether it is a write and whether a multi
+// may hold it. NewRequest, NewResponse, OpCode.String and AllOpCodes read
+// that table, and so do the layers above (znode.IsWrite, the server's own
+// table of how each op is answered): a new op is a constant, one table
+// entry and its records here, then its handler above.
+//
 // Callers frame records themselves (see AppendFrame) and must check
 // Reader.Err after decoding.
 package jute

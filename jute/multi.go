@@ -20,28 +20,6 @@ type MultiRequest struct {
 	Ops []MultiOp
 }
 
-// newMultiOpRequest returns a fresh request record for an op allowed inside
-// multi or multiRead.
-func newMultiOpRequest(op OpCode) (Record, bool) {
-	switch op {
-	case OpCreate, OpCreate2, OpCreateContainer:
-		return &CreateRequest{}, true
-	case OpCreateTTL:
-		return &CreateTTLRequest{}, true
-	case OpDelete:
-		return &DeleteRequest{}, true
-	case OpSetData:
-		return &SetDataRequest{}, true
-	case OpCheck:
-		return &CheckVersionRequest{}, true
-	case OpGetChildren:
-		return &GetChildrenRequest{}, true
-	case OpGetData:
-		return &GetDataRequest{}, true
-	}
-	return nil, false
-}
-
 // Encode implements Record.
 func (m *MultiRequest) Encode(w *Writer) {
 	for _, op := range m.Ops {
@@ -107,28 +85,6 @@ type MultiResult struct {
 // (ErrorResponse{Err} for OpError); then MultiHeader{-1, true, -1}.
 type MultiResponse struct {
 	Results []MultiResult
-}
-
-// newMultiOpResponse returns a fresh reply record for a multi result type;
-// nil with ok for types without a body.
-func newMultiOpResponse(op OpCode) (rec Record, ok bool) {
-	switch op {
-	case OpCreate:
-		return &CreateResponse{}, true
-	case OpCreate2, OpCreateContainer, OpCreateTTL:
-		return &Create2Response{}, true
-	case OpSetData:
-		return &SetDataResponse{}, true
-	case OpDelete, OpCheck:
-		return nil, true
-	case OpGetData:
-		return &GetDataResponse{}, true
-	case OpGetChildren:
-		return &GetChildrenResponse{}, true
-	case OpError:
-		return &ErrorResponse{}, true
-	}
-	return nil, false
 }
 
 // Encode implements Record.

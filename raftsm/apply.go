@@ -19,8 +19,13 @@ type applier struct {
 	kv     storeKV
 	opts   znode.Options
 	zxid   int64
-	digest uint64 // the store's digest (digest.go), kept by kv
-	events []Event
+	digest uint64    // the store's digest (digest.go), kept by kv
+	stats  TreeStats // the tree's figures (stats.go), kept by kv
+	// digests are the digests after each entry of this Update, recent
+	// those of earlier Updates (for KindCheckDigest).
+	digests []indexDigest
+	recent  *recentDigests
+	events  []Event
 }
 
 // apply applies one command. A ZooKeeper failure is a Reply with an error
@@ -64,6 +69,8 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 		return a.attach(c)
 	case KindSetConfig:
 		return a.setConfig(c)
+	case KindCheckDigest:
+		return a.checkDigestCommand(c)
 	case KindCheckImport:
 		have, err := getValue(a.kv.r, keyImport)
 		if err != nil {
@@ -111,8 +118,7 @@ func (a *applier) next() int64 {
 
 func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 	for _, t := range ts {
-		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL,
-			Size: t.Size, Ephemeral: t.Ephemeral})
+		a.events = append(a.events, Event{Kind: EventWatch, Zxid: zxid, Type: t.Type, Path: t.Path, ACL: t.ACL})
 	}
 }
 
@@ -315,8 +321,7 @@ func (a *applier) setConfig(c *Command) (*Reply, error) {
 	if err := a.kv.Put(znode.ConfigPath, u); err != nil {
 		return nil, err
 	}
-	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL,
-		Size: int64(len(u.Data) - len(n.Data))}})
+	a.triggers(zxid, []znode.Trigger{{Type: jute.EventNodeDataChanged, Path: znode.ConfigPath, ACL: u.ACL}})
 	return &Reply{Zxid: zxid}, nil
 }
 

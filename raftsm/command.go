@@ -33,10 +33,17 @@ const (
 	// an ensemble whose members started from different imports (or one
 	// from none) cannot run on silently.
 	KindCheckImport Kind = 8
+	// KindCheckDigest carries the proposer's digest (digest.go) of its
+	// state after the entry at an index: Body is the index and the digest,
+	// 8 bytes each, big-endian. Every replica that still remembers its own
+	// digest after that index compares them and stops if they differ, as
+	// ZooKeeper 3.6+ compares the digests its transactions carry. It
+	// changes no state and consumes no zxid.
+	KindCheckDigest Kind = 9
 )
 
 // lastKind is the highest Kind; DecodeCommand refuses anything above.
-const lastKind = KindCheckImport
+const lastKind = KindCheckDigest
 
 func (k Kind) String() string {
 	switch k {
@@ -56,6 +63,8 @@ func (k Kind) String() string {
 		return "setConfig"
 	case KindCheckImport:
 		return "checkImport"
+	case KindCheckDigest:
+		return "checkDigest"
 	}
 	return fmt.Sprintf("Kind(%d)", int32(k))
 }

@@ -6,8 +6,8 @@
 // Update is deterministic: it reads nothing but its entries and its store
 // (no clock, no randomness, no map-order output) and writes data,
 // sessions, history, zxid, digest and the applied index in one Pebble
-// batch. Keys hold hashes of paths, never paths, so no key grows with a
-// path's depth or length.
+// batch. Keys hold hashes of paths and at most a 16-byte prefix of a name,
+// never a path, so no key grows with a path's depth or length.
 //
 // Reads never hold up Update: Lookup runs a ReadFunc on a Pebble snapshot
 // outside the lock Update holds. Whatever a read registers to hear about
@@ -20,8 +20,14 @@
 // Open checks the store against its digest and refuses one that lost or
 // changed data (ErrDamaged); it converts a format 1 store in place.
 //
+// ImportState and ExportState write a whole tree into a fresh store and
+// read one back out of a stopped one, for zkraft import and export.
+//
 // It may import znode, session, jute, Dragonboat's statemachine package and
-// Pebble; never the server or anything that knows about sockets. Its caller
-// registers an EventSink to receive watch triggers and session changes as
-// they are applied.
+// Pebble; never the server, zkdata or anything that knows about sockets
+// (internal/layout's test checks it). Its caller hands it an EventSink in
+// Config to receive watch triggers, session changes, keep-alives and
+// resets as they are applied; the sink is called with the state machine's
+// write lock held, so it must not block or call back into the state
+// machine. Every replica of a shard must be given the same Options.
 package raftsm

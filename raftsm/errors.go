@@ -24,6 +24,10 @@ var (
 	// ErrDamaged means a store's keys do not add up to its digest, or it
 	// cannot be read back: it lost or changed data after it was written.
 	ErrDamaged = errors.New("raftsm: the state store is damaged")
+	// ErrDigestMismatch means this replica's state differs from the one a
+	// KindCheckDigest carried for the same applied index: it diverged,
+	// and stops rather than serve a different tree.
+	ErrDigestMismatch = errors.New("raftsm: this replica's digest differs from the ensemble's")
 	// ErrBadFormat means a store's key layout version is unknown.
 	ErrBadFormat = errors.New("raftsm: unknown store format")
 )

@@ -15,7 +15,7 @@ import (
 )
 
 // Import and export: a whole tree with its sessions written into a fresh
-// state-machine store (from a ZooKeeper data directory, see package compat)
+// state-machine store (from a ZooKeeper data directory, see package zkdata)
 // or read back out of one.
 
 var (
@@ -269,11 +269,14 @@ func writeImport(path string, nodes []ImportedNode, st *ImportedState, children 
 	}
 	// The metadata last: a store without it would be taken for a new one.
 	b = db.NewBatch()
-	digest, err := computeDigest(db)
+	digest, stats, err := computeDigest(db)
 	if err != nil {
 		return err
 	}
 	if err := putDigest(b, digest); err != nil {
+		return err
+	}
+	if err := putStats(b, stats); err != nil {
 		return err
 	}
 	if err := putMeta(b, 0, NextEpoch(st.Zxid)); err != nil {

@@ -407,6 +407,7 @@ type storeKV struct {
 	w      writer
 	cache  *nodeCache
 	digest *uint64
+	stats  *TreeStats
 	// zxid points at the applier's current zxid, the transaction whose
 	// writes these are (for the child cache's tags).
 	zxid *int64
@@ -481,6 +482,15 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 		return err
 	}
 	kv.cache.put(path, v)
+	if kv.stats != nil {
+		if old == nil {
+			kv.stats.Nodes++
+			kv.stats.DataSize += int64(len(path))
+		} else {
+			kv.stats.DataSize -= int64(len(old.Data))
+		}
+		kv.stats.DataSize += int64(len(n.Data))
+	}
 	if path == "/" {
 		return nil
 	}
@@ -526,6 +536,10 @@ func (kv storeKV) Delete(path string) error {
 		if err := kv.del(nodeKeyOf(&parent, &self, name), oldRaw); err != nil {
 			return err
 		}
+		if kv.stats != nil {
+			kv.stats.Nodes--
+			kv.stats.DataSize -= int64(len(path) + len(old.Data))
+		}
 		if err := kv.del(childKeyOf(&parent, &self), childValue(name, old)); err != nil {
 			return err
 		}
@@ -545,6 +559,13 @@ func (kv storeKV) SetEphemeral(owner int64, path string, present bool) error {
 	old, err := kv.current(k)
 	if err != nil {
 		return err
+	}
+	if kv.stats != nil && present != (old != nil) {
+		if present {
+			kv.stats.Ephemerals++
+		} else {
+			kv.stats.Ephemerals--
+		}
 	}
 	if present {
 		return kv.set(k, []byte(path), old)

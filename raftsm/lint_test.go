@@ -47,7 +47,9 @@ func TestApplyIsDeterministicByConstruction(t *testing.T) {
 				t.Fatal(err)
 			}
 			ast.Inspect(full, func(n ast.Node) bool {
-				if g, ok := n.(*ast.GoStmt); ok {
+				// verify.go is Open's whole-store check, never on the
+				// apply path: it may walk the store's spaces at once.
+				if g, ok := n.(*ast.GoStmt); ok && filepath.Base(f) != "verify.go" {
 					t.Errorf("%s: go statement at offset %d: apply must not start goroutines", f, g.Pos())
 				}
 				return true

@@ -48,24 +48,22 @@ type Event struct {
 	Timeout  int32
 	Sessions []int64
 	Owner    uint64
-	// Size and Ephemeral come from znode.Trigger on EventWatch: the
-	// change in approximate data size and whether the created or deleted
-	// node is a session's ephemeral; the member keeps its counters with
-	// them.
-	Size      int64
-	Ephemeral bool
 	// Index is the Raft index of the entry (keep-alive, session created,
 	// attached): the leader hands it back when it expires a session.
 	Index uint64
 }
 
 // EventSink receives the events of each Update, in log order, after the
-// Update's batch is committed and visible to Lookup and before any proposer
-// learns its result. It is called with the state machine's write lock held,
-// so it must not call back into the state machine and must not block.
+// Update's batch is committed and before any proposer learns its result.
+// It is called with the state machine's write lock held, so it must not
+// call back into the state machine and must not block.
 //
-// INVARIANT: a reader that observes a change (Lookup after the batch
-// commits) runs after the sink has been given that change's triggers.
+// INVARIANT: a reader that observes a change takes its snapshot after the
+// sink has been given that change's triggers (the snapshot is taken under
+// the read lock). A ReadFunc may run while later Updates deliver their
+// events; what it registers to hear about changes must be registered as of
+// View.Zxid and caught up from there (the server's watch registry does).
+// A LockedReadFunc sees no Update and no event while it runs.
 // Open also calls Applied once, with no events, to report the stored zxid.
 type EventSink interface {
 	Applied(shardID uint64, zxid int64, events []Event)
@@ -131,6 +129,8 @@ type StateMachine struct {
 		applied  uint64
 		zxid     int64
 		digest   uint64                   // of the applied state (digest.go)
+		digests  recentDigests            // after each recent entry (digest.go)
+		stats    TreeStats                // of the applied state (stats.go)
 		sessions map[int64]*cachedSession // every stored session (apply.go)
 		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
 		kids     *childCache              // recent child lists (childcache.go)
@@ -262,7 +262,7 @@ func (s *StateMachine) openLocked(db *pebble.DB) (uint64, error) {
 			return 0, err
 		}
 		s.mu.sessions = map[int64]*cachedSession{}
-		s.mu.digest, err = checkDigest(db, s.dir, 0)
+		s.mu.digest, s.mu.stats, err = checkDigest(db, s.dir, 0)
 		return 0, err
 	}
 	if err := convertIfOld(db); err != nil {
@@ -275,7 +275,7 @@ func (s *StateMachine) openLocked(db *pebble.DB) (uint64, error) {
 		return 0, fmt.Errorf("%w: applied index of %d bytes", ErrBadSnapshot, len(v))
 	}
 	s.mu.applied = binary.BigEndian.Uint64(v)
-	if s.mu.digest, err = checkDigest(db, s.dir, s.mu.applied); err != nil {
+	if s.mu.digest, s.mu.stats, err = checkDigest(db, s.dir, s.mu.applied); err != nil {
 		return 0, err
 	}
 	z, err := getValue(db, keyZxid)
@@ -351,8 +351,8 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			s.mu.kids.reset()
 		}
 	}()
-	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest}
-	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid, digest: &a.digest}
+	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest, recent: &s.mu.digests, stats: s.mu.stats}
+	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid, digest: &a.digest, stats: &a.stats}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
 	var now int64
@@ -363,6 +363,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		}
 		applied = e.Index
 		if len(e.Cmd) == 0 {
+			a.digests = append(a.digests, indexDigest{e.Index, a.digest})
 			continue
 		}
 		cmd, err := DecodeCommand(e.Cmd)
@@ -376,6 +377,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			return nil, fmt.Errorf("raftsm: entry %d (%s): %w", e.Index, cmd.Kind, err)
 		}
 		e.Result = sm.Result{Value: uint64(reply.Zxid), Data: marshal(reply)}
+		a.digests = append(a.digests, indexDigest{e.Index, a.digest})
 		if cmd.Time > now {
 			now = cmd.Time
 		}
@@ -392,6 +394,9 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	if err := putDigest(b, a.digest); err != nil {
 		return nil, err
 	}
+	if err := putStats(b, a.stats); err != nil {
+		return nil, err
+	}
 	if err := b.Commit(pebble.NoSync); err != nil {
 		return nil, fmt.Errorf("raftsm: commit: %w", err)
 	}
@@ -399,6 +404,10 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.applied = applied
 	s.mu.zxid = a.zxid
 	s.mu.digest = a.digest
+	s.mu.stats = a.stats
+	for _, d := range a.digests {
+		s.mu.digests.add(d.index, d.digest)
+	}
 	if s.sink != nil {
 		s.sink.Applied(s.shardID, a.zxid, a.events)
 	}
@@ -412,6 +421,8 @@ type View struct {
 	db      *pebble.DB
 	zxid    int64
 	applied uint64
+	digest  uint64
+	stats   TreeStats
 	// locked: the view is the live store under the state machine's read
 	// lock (a LockedReadFunc), not a snapshot.
 	locked bool
@@ -422,6 +433,10 @@ func (v View) Zxid() int64 { return v.zxid }
 
 // Applied is the Raft index of the last entry applied.
 func (v View) Applied() uint64 { return v.applied }
+
+// Digest is the store's digest after the last entry applied (digest.go),
+// what a KindCheckDigest for Applied carries.
+func (v View) Digest() uint64 { return v.digest }
 
 // Tree is the read-only data tree.
 func (v View) Tree() znode.ReadKV { return v.tree }
@@ -533,7 +548,7 @@ func (s *StateMachine) Lookup(query any) (any, error) {
 			return nil, ErrClosed
 		}
 		tree := treeReader{r: s.mu.db, kids: s.mu.kids, gen: s.mu.kids.generation(), zxid: s.mu.zxid}
-		return fn(View{tree: tree, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied, locked: true})
+		return fn(View{tree: tree, db: s.mu.db, zxid: s.mu.zxid, applied: s.mu.applied, digest: s.mu.digest, stats: s.mu.stats, locked: true})
 	}
 	return nil, fmt.Errorf("%w: %T", ErrUnknownQuery, query)
 }
@@ -550,7 +565,7 @@ func (s *StateMachine) snapshotView() (View, func(), error) {
 	}
 	snap := db.NewSnapshot()
 	tree := treeReader{r: snap, kids: s.mu.kids, gen: s.mu.kids.generation(), zxid: s.mu.zxid}
-	v := View{tree: tree, db: db, zxid: s.mu.zxid, applied: s.mu.applied}
+	v := View{tree: tree, db: db, zxid: s.mu.zxid, applied: s.mu.applied, digest: s.mu.digest, stats: s.mu.stats}
 	s.mu.RUnlock()
 	return v, func() {
 		snap.Close()

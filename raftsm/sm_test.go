@@ -446,9 +446,8 @@ func TestLookupErrors(t *testing.T) {
 	}
 }
 
-// eventsWithoutACL drops the ACLs and counter fields (Size, Ephemeral) of
-// watch events so tables can list type and path; TestWatchEventACL and
-// TestEventSizes check them.
+// eventsWithoutACL drops the ACLs and indexes of watch events so tables can
+// list type and path; TestWatchEventACL checks the ACLs.
 func eventsWithoutACL(evs []Event) []Event {
 	if evs == nil {
 		return nil
@@ -456,7 +455,7 @@ func eventsWithoutACL(evs []Event) []Event {
 	out := make([]Event, len(evs))
 	for i, e := range evs {
 		e.ACL = nil
-		e.Size, e.Ephemeral, e.Index = 0, false, 0
+		e.Index = 0
 		out[i] = e
 	}
 	return out

@@ -168,11 +168,11 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	if err := convertIfOld(db); err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
-	digest, err := checkDigest(db, s.dir, binary.BigEndian.Uint64(applied))
+	digest, stats, err := checkDigest(db, s.dir, binary.BigEndian.Uint64(applied))
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrBadSnapshot, err)
 	}
-	s.mu.digest = digest
+	s.mu.digest, s.mu.stats = digest, stats
 	s.mu.applied = binary.BigEndian.Uint64(applied)
 	s.mu.zxid = int64(binary.BigEndian.Uint64(zxid))
 	sessions, err := loadSessions(db)

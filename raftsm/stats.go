@@ -2,6 +2,7 @@ package raftsm
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 
 	"github.com/cockroachdb/pebble"
@@ -20,44 +21,42 @@ type TreeStats struct {
 	DataSize int64
 }
 
-// TreeStats walks the whole tree once. It is O(nodes): a member calls it
-// when it opens a store or installs a snapshot and keeps the figures up to
-// date from the applied events (Event.Size, Event.Ephemeral) afterwards.
-func (v View) TreeStats() (TreeStats, error) {
-	var st TreeStats
-	lo := []byte{spaceNode}
-	it := v.tree.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
-	for it.First(); it.Valid(); it.Next() {
-		plen, rec, err := splitNodeValue(it.Value())
-		if err != nil {
-			it.Close()
-			return st, err
-		}
-		n, err := znode.DecodeNodeShared(rec)
-		if err != nil {
-			it.Close()
-			return st, err
-		}
-		st.Nodes++
-		st.DataSize += int64(plen) + int64(len(n.Data))
+// keyStats holds the TreeStats of the applied state: three big-endian
+// int64s. Update keeps them with every write (storeKV), so reading them
+// costs O(1) on any tree; Open recomputes them in the pass that checks the
+// digest.
+var keyStats = []byte("m:stats")
+
+func putStats(w writer, st TreeStats) error {
+	var v [24]byte
+	binary.BigEndian.PutUint64(v[0:], uint64(st.Nodes))
+	binary.BigEndian.PutUint64(v[8:], uint64(st.Ephemerals))
+	binary.BigEndian.PutUint64(v[16:], uint64(st.DataSize))
+	return w.Set(keyStats, v[:], nil)
+}
+
+func storedStats(r reader) (TreeStats, bool, error) {
+	v, err := getValue(r, keyStats)
+	if err != nil || v == nil {
+		return TreeStats{}, false, err
 	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return st, err
+	if len(v) != 24 {
+		return TreeStats{}, false, fmt.Errorf("%w: tree stats of %d bytes", ErrDamaged, len(v))
 	}
-	if err := it.Close(); err != nil {
-		return st, err
+	x := func(i int) int64 { return int64(binary.BigEndian.Uint64(v[8*i:])) }
+	return TreeStats{Nodes: x(0), Ephemerals: x(1), DataSize: x(2)}, true, nil
+}
+
+// TreeStats are the figures of the view's state, as Update kept them.
+func (v View) TreeStats() (TreeStats, error) { return v.stats, nil }
+
+// dataLen is the length of a stored node's data: the record's buffer
+// after its version (znode.Node.Encode), read without decoding the rest.
+func dataLen(rec []byte) (int64, error) {
+	if len(rec) < 8 {
+		return 0, fmt.Errorf("%w: node record of %d bytes", znode.ErrCorruptNode, len(rec))
 	}
-	lo = []byte{spaceEphemeral}
-	it = v.tree.r.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: upperBound(lo)})
-	for it.First(); it.Valid(); it.Next() {
-		st.Ephemerals++
-	}
-	if err := it.Error(); err != nil {
-		it.Close()
-		return st, err
-	}
-	return st, it.Close()
+	return max(0, int64(int32(binary.BigEndian.Uint32(rec[4:8])))), nil
 }
 
 // EphemeralsByOwner lists every session's ephemeral paths (for the dump

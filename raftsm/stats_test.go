@@ -7,17 +7,27 @@ import (
 	"github.com/zkraft/zkraft/znode"
 )
 
-// TestEventSizes: the figures a member keeps from Event.Size and
-// Event.Ephemeral, starting from one TreeStats walk, always equal a fresh
-// walk, through creates, setData, multi, deletes and a session's expiry.
-func TestEventSizes(t *testing.T) {
+// TestTreeStatsKept: the tree's figures the state machine keeps with every
+// write (View.TreeStats, O(1)) always equal a count of the store, through
+// creates, setData, multi (one that fails too), deletes and a session's
+// expiry, and they survive a reopen.
+func TestTreeStatsKept(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	stats := func() TreeStats {
 		return h.view(func(v View) (any, error) { return v.TreeStats() }).(TreeStats)
 	}
+	counted := func() TreeStats {
+		h.sm.mu.RLock()
+		defer h.sm.mu.RUnlock()
+		_, st, err := computeDigest(h.sm.mu.db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
 	kept := stats()
-	if kept.Nodes < 4 || kept.DataSize <= 0 {
-		t.Fatalf("initial tree stats %+v", kept)
+	if kept.Nodes < 4 || kept.DataSize <= 0 || kept != counted() {
+		t.Fatalf("initial tree stats %+v, counted %+v", kept, counted())
 	}
 	cmds := []*Command{
 		createSession(7, 30000),
@@ -34,31 +44,21 @@ func TestEventSizes(t *testing.T) {
 			jute.MultiOp{Type: jute.OpCreate, Req: &jute.CreateRequest{Path: "/n", Data: []byte("zz"), ACL: znode.OpenACL}},
 			jute.MultiOp{Type: jute.OpDelete, Req: &jute.DeleteRequest{Path: "/missing", Version: -1}}),
 		deleteNode(0, "/m/c", -1),
-		expire(7),
 	}
 	for _, c := range cmds {
-		h.sink.reset()
 		h.apply1(c)
-		for _, ev := range h.sink.all() {
-			if ev.Kind != EventWatch {
-				continue
-			}
-			kept.DataSize += ev.Size
-			d := int64(0)
-			switch ev.Type {
-			case jute.EventNodeCreated:
-				d = 1
-			case jute.EventNodeDeleted:
-				d = -1
-			}
-			kept.Nodes += d
-			if ev.Ephemeral {
-				kept.Ephemerals += d
-			}
+		if kept, want := stats(), counted(); kept != want {
+			t.Fatalf("after %v: kept %+v, counted %+v", c.Kind, kept, want)
 		}
-		if want := stats(); kept != want {
-			t.Fatalf("after %v: kept %+v, walk %+v", c.Kind, kept, want)
-		}
+	}
+	if st := stats(); st.Ephemerals != 2 {
+		t.Fatalf("ephemerals before expiry: %+v", st)
+	}
+	h.apply1(expire(7))
+	h.reopen()
+	kept = stats()
+	if kept != counted() {
+		t.Fatalf("after expiry and reopen: kept %+v, counted %+v", kept, counted())
 	}
 	if kept.Ephemerals != 0 {
 		t.Errorf("ephemerals after expiry: %d", kept.Ephemerals)

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
@@ -319,11 +320,14 @@ func TestDigestKeptByEveryWrite(t *testing.T) {
 	check := func(step int) {
 		t.Helper()
 		h.sm.mu.RLock()
-		got, err := computeDigest(h.sm.mu.db)
-		kept := h.sm.mu.digest
+		got, st, err := computeDigest(h.sm.mu.db)
+		kept, keptStats := h.sm.mu.digest, h.sm.mu.stats
 		h.sm.mu.RUnlock()
 		if err != nil || got != kept {
 			t.Fatalf("step %d: kept digest %016x, the store's keys give %016x (%v)", step, kept, got, err)
+		}
+		if st != keptStats {
+			t.Fatalf("step %d: kept tree figures %+v, the store gives %+v", step, keptStats, st)
 		}
 	}
 	for step := 0; step < 400; step++ {
@@ -408,5 +412,52 @@ func TestDamagedStoreRefused(t *testing.T) {
 			}
 			sm.Close()
 		})
+	}
+}
+
+// TestDigestCheckThroughTheLog: two replicas apply the same entries; a
+// KindCheckDigest carrying one's digest after an entry passes on both,
+// fails (ErrDigestMismatch) on a replica whose state diverged, and is
+// passed over by a replica that no longer remembers that entry.
+func TestDigestCheckThroughTheLog(t *testing.T) {
+	a, b := newHarness(t, t.TempDir()), newHarness(t, t.TempDir())
+	both := func(cmds ...*Command) {
+		a.apply(cmds...)
+		b.apply(cmds...)
+	}
+	both(createSession(1, 30000), create(1, "/x", 0), setData(1, "/x", "v", -1))
+	at := func(h *harness) (uint64, uint64) {
+		type id struct{ index, digest uint64 }
+		r := h.view(func(v View) (any, error) { return id{v.Applied(), v.Digest()}, nil }).(id)
+		return r.index, r.digest
+	}
+	index, digest := at(a)
+	check := &Command{Kind: KindCheckDigest, Body: DigestCheck(index, digest)}
+	both(check, create(1, "/y", 0))
+	if r := a.apply1(check); r.Err != jute.ErrOK { // still remembered, still equal
+		t.Fatalf("check on the proposer: %v", r.Err)
+	}
+	b.index = a.index
+	// b diverges: the same entry applied to a state that differs.
+	b.sm.mu.Lock()
+	b.sm.mu.digest ^= 1
+	b.sm.mu.Unlock()
+	a.apply(setData(1, "/y", "w", -1))
+	b.apply(setData(1, "/y", "w", -1))
+	index, digest = at(a)
+	check = &Command{Kind: KindCheckDigest, Body: DigestCheck(index, digest)}
+	a.apply(check)
+	b.index++
+	_, err := b.sm.Update([]sm.Entry{{Index: b.index, Cmd: EncodeCommand(check)}})
+	if !errors.Is(err, ErrDigestMismatch) {
+		t.Fatalf("check on a diverged replica: %v, want ErrDigestMismatch", err)
+	}
+	// An index it no longer remembers is not compared.
+	old := &Command{Kind: KindCheckDigest, Body: DigestCheck(1, 12345)}
+	for i := 0; i < maxRecentDigests+10; i++ {
+		a.apply(keepAlive(1))
+	}
+	if r := a.apply1(old); r.Err != jute.ErrOK {
+		t.Fatalf("check of a forgotten index: %v", r.Err)
 	}
 }

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # make-zk-fixtures.sh makes the ZooKeeper data directories under
-# compat/testdata/zk with a real Apache ZooKeeper 3.8 (the Debian package
+# zkdata/testdata/zk with a real Apache ZooKeeper 3.8 (the Debian package
 # `zookeeper`), for the import/export tests.
 #
 # For each variant (plain, gz and snappy snapshots; snappy also with a
@@ -12,7 +12,7 @@
 #   znode.container.checkIntervalMs=500     containers/TTL nodes reaped fast
 #   zookeeper.snapshot.compression.method   gz / snappy
 #   zookeeper.DigestAuthenticationProvider.superDigest (super:secret)
-# runs compat/internal/zkfixture against it (every kind of znode, ACLs,
+# runs internal/zkfixture against it (every kind of znode, ACLs,
 # quotas, multis, failed writes, a closed session, three sessions left open
 # with ephemerals), which writes the client's view of the tree to
 # expected.json, then kills ZooKeeper with SIGKILL while those sessions are
@@ -20,12 +20,12 @@
 # zero padding of the logs cut off so that the fixtures stay small
 # (ZooKeeper reads a log to EOF the same way).
 #
-# Usage: scripts/make-zk-fixtures.sh [OUT_DIR]   (default compat/testdata/zk)
+# Usage: scripts/make-zk-fixtures.sh [OUT_DIR]   (default zkdata/testdata/zk)
 # Environment: JAVA (java binary), ZK_KEEP_TMP (keep the temporary dirs).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-out_root="${1:-$repo_root/compat/testdata/zk}"
+out_root="${1:-$repo_root/zkdata/testdata/zk}"
 zk_jar=/usr/share/java/zookeeper.jar
 java_bin="${JAVA:-$(command -v java || true)}"
 
@@ -67,7 +67,7 @@ trap 'exit 130' INT
 trap 'exit 143' TERM
 
 log "building the fixture client"
-(cd "$repo_root" && go build -o "$tmp/zkfixture" ./compat/internal/zkfixture)
+(cd "$repo_root" && go build -o "$tmp/zkfixture" ./internal/zkfixture)
 
 free_port() {
 	local p=$((23181 + RANDOM % 2000))

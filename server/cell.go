@@ -45,7 +45,6 @@ type cell struct {
 	tracker    *session.Tracker
 	watches    *registry
 	resumables *resumables
-	counts     treeCounts // nodes, ephemerals, data size (stats.go)
 
 	// mu guards the session-to-connection table and the index of each
 	// session's last keep-alive applied here (sent with expiries, so the
@@ -83,7 +82,6 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 	c.resumables.applied(events)
 	for i := range events {
 		ev := &events[i]
-		c.counts.apply(ev)
 		switch ev.Kind {
 		case raftsm.EventWatch:
 			c.watches.trigger(ev.Zxid, ev.Type, ev.Path, ev.ACL)
@@ -437,6 +435,35 @@ func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
 			return
 		case <-time.After(time.Second):
 		}
+	}
+}
+
+// digestLoop makes the ensemble compare its replicas' states: on the
+// leader, every DigestCheckInterval, it proposes its digest after the last
+// entry it applied (raftsm.KindCheckDigest); a replica whose digest after
+// that entry differs stops instead of serving a different tree.
+func (c *cell) digestLoop(ctx context.Context, wg *sync.WaitGroup) {
+	defer wg.Done()
+	t := time.NewTicker(c.srv.cfg.DigestCheckInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if !c.leader.Load() {
+			continue
+		}
+		type at struct{ index, digest uint64 }
+		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			return at{v.Applied(), v.Digest()}, nil
+		}))
+		if err != nil {
+			continue
+		}
+		a := v.(at)
+		c.proposeAsync(&raftsm.Command{Kind: raftsm.KindCheckDigest, Body: raftsm.DigestCheck(a.index, a.digest), Time: time.Now().UnixMilli()})
 	}
 }
 

@@ -15,7 +15,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	rwatch "github.com/zkraft/zkraft/compat/resumable"
+	rwatch "github.com/zkraft/zkraft/client/resumable"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/raftsm"
 )
@@ -106,6 +106,9 @@ func (tc *testCluster) config(id uint64, members []Member) Config {
 		TickTime:        500 * time.Millisecond,
 		SnapshotEntries: tc.snapEvery,
 		Logger:          testLogger(tc.t, id),
+		// Every cluster test also has the replicas compare their digests
+		// through the log all along: one that diverged would stop.
+		DigestCheckInterval: 50 * time.Millisecond,
 	}
 	if tc.tweak != nil {
 		tc.tweak(&cfg)

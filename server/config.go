@@ -103,6 +103,11 @@ type Config struct {
 	// containers and expired TTL nodes (znode.container.checkIntervalMs).
 	// Default 60s.
 	ContainerCheckInterval time.Duration
+	// DigestCheckInterval is how often the leader proposes its state's
+	// digest for every replica to compare with its own (ZooKeeper 3.6+
+	// compares digests with every transaction). Default 10s; negative:
+	// never.
+	DigestCheckInterval time.Duration
 	// EnforceQuota makes hard quota limits fail writes with QUOTAEXCEEDED
 	// (zookeeper.enforceQuota).
 	EnforceQuota bool
@@ -131,9 +136,11 @@ type Config struct {
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 
-	// GlobalOutstandingLimit bounds the requests read and not yet answered
-	// across all connections (globalOutstandingLimit); when it is reached
-	// connections are not read until replies free room. Default 1000.
+	// GlobalOutstandingLimit bounds the requests in process across all
+	// connections (globalOutstandingLimit): when it is reached, a
+	// connection with a request in process is not read until a slot frees
+	// (one with none always is, as in ZooKeeper). Default 1000. See
+	// limits.go.
 	GlobalOutstandingLimit int
 	// Admin, Metrics, TLS and SASL are the operations settings
 	// (opsconfig.go).
@@ -215,6 +222,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MinSessionTimeout > c.MaxSessionTimeout {
 		return fmt.Errorf("server: minSessionTimeout %v above maxSessionTimeout %v", c.MinSessionTimeout, c.MaxSessionTimeout)
+	}
+	if c.DigestCheckInterval == 0 {
+		c.DigestCheckInterval = 10 * time.Second
 	}
 	if c.ContainerCheckInterval <= 0 {
 		c.ContainerCheckInterval = 60 * time.Second

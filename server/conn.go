@@ -19,22 +19,19 @@ import (
 )
 
 const (
-	// maxOutstanding bounds the requests a connection may have in flight
-	// (its queue is allocated up front, so it is also memory per session);
-	// the reader stops reading when it is reached.
+	// maxOutstanding bounds the requests a connection may have queued; the
+	// reader stops reading when it is reached (limits.go has the rest of a
+	// connection's bounds).
 	maxOutstanding = 256
-	// maxOutbox bounds the bytes queued for a slow reader before the
-	// connection is closed.
-	maxOutbox = 64 << 20
 	// handshakeTimeout bounds the wait for a ConnectRequest.
 	handshakeTimeout = 30 * time.Second
 )
 
 // conn is one client connection. It has three goroutines, all owned by
-// serve: the reader (serve itself) decodes requests and proposes writes in
-// arrival order; the processor completes them in that order, running reads
-// only after every earlier request has completed; the flusher writes the
-// outbox to the socket.
+// serve: the reader (serve itself) admits requests (limits.go), decodes
+// them and proposes writes in arrival order; the processor completes them
+// in that order, running reads only after every earlier request has
+// completed; the flusher writes the outbox to the socket.
 //
 // INVARIANT: on one connection, the notification of a change is queued in
 // the outbox before any reply that reflects the change (triggers are queued
@@ -55,8 +52,18 @@ type conn struct {
 	// SASL exchange (sasl.go), used by the reader goroutine only.
 	secure bool
 	sasl   *saslServer
-	// outDrained wakes a processor waiting for outbox room (limits.go).
+	// outDrained wakes a processor waiting for outbox room; readerWake
+	// wakes the reader waiting for admission (queue or outbox room);
+	// slotsIdle wakes it waiting for a global slot once slots is 0
+	// (limits.go).
 	outDrained chan struct{}
+	readerWake chan struct{}
+	slotsIdle  chan struct{}
+	// slots is the global slots its requests hold, guarded by
+	// srv.outstanding.mu. readerWaits: the reader waits for the
+	// connection's own pipeline (admit, or an earlier read), not reading.
+	slots       int
+	readerWaits atomic.Bool
 
 	// Set by the handshake, read-only afterwards.
 	sessionID int64
@@ -87,22 +94,25 @@ type conn struct {
 	flushWG sync.WaitGroup
 
 	// q holds the requests read and not yet answered, in order, at most
-	// maxOutstanding; the reader waits for room on qRoom. A slice that is
-	// dropped when empty, not a channel of maxOutstanding slots per
-	// connection (2 KB of an idle session).
+	// maxOutstanding of them and about queueBytes of request bytes; the
+	// reader waits for room on readerWake. A slice that is dropped when
+	// empty, not a channel of maxOutstanding slots per connection (2 KB of
+	// an idle session).
 	q struct {
 		sync.Mutex
 		items   []*pending
 		head    int
+		bytes   int  // request bytes of the queued items
 		running bool // a processor runs
+		parked  bool // the processor waits for the client to read (park)
 	}
-	qRoom chan struct{}
 
 	// out is the outbox. Lock order: registry.mu, then out.
 	out struct {
 		sync.Mutex
 		frames     [][]byte
-		bytes      int
+		bytes      int  // of frames
+		writing    int  // bytes the flusher took and has not written yet
 		closed     bool // no more frames accepted
 		closeAfter bool // close the socket once the frames are written
 		flushing   bool // a flusher runs
@@ -121,6 +131,8 @@ type pending struct {
 	after      func()                   // runs after the reply is queued
 	frame      []byte                   // a ready reply
 	start      time.Time                // when the request was read, for latency
+	size       int                      // request bytes, for the queue's bound
+	slot       bool                     // holds a global slot (limits.go)
 	closeAfter bool
 }
 
@@ -155,11 +167,12 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 		in:    frameReader{src: nc},
 		ip:    ip,
 		done:  make(chan struct{}),
-		qRoom: make(chan struct{}, 1),
 	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()
 	c.outDrained = make(chan struct{}, 1)
+	c.readerWake = make(chan struct{}, 1)
+	c.slotsIdle = make(chan struct{}, 1)
 	return c
 }
 
@@ -399,11 +412,13 @@ func (c *conn) readLoop() error {
 		if lastRead != nil && (hdr.Type == jute.OpMulti || hdr.Type == jute.OpCloseSession || znode.IsWrite(hdr.Type)) {
 			// A read must not see a write sent after it on the same
 			// connection: hold later writes until earlier reads have run.
+			c.readerWaits.Store(true)
 			select {
 			case <-lastRead.executed:
 			case <-c.done:
 				return net.ErrClosed
 			}
+			c.readerWaits.Store(false)
 			lastRead = nil
 		}
 		if !c.cell.serving() && !c.cell.waitServing(c.srv.leaderGrace(), c.done) {
@@ -411,22 +426,27 @@ func (c *conn) readLoop() error {
 			return errNoLeader
 		}
 		start := time.Now()
-		if err := c.srv.acquireOutstanding(c.done); err != nil {
+		// Nothing global is taken before the connection's own bounds admit
+		// the request: a client that does not read stalls here.
+		if err := c.admit(len(body)); err != nil {
+			return err
+		}
+		if err := c.acquireSlot(); err != nil {
 			return err // global outstanding limit: wait (backpressure) or closed
 		}
 		p, err := c.dispatch(hdr, r.Rest())
 		if err != nil {
-			c.srv.releaseOutstanding()
+			c.srv.outstanding.release(c, 1)
 			return err
 		}
-		p.start = start
+		p.start, p.size, p.slot = start, len(body), true
 		if p.exec != nil {
 			p.executed = make(chan struct{})
 			lastRead = p
 		}
 		c.inflight.Add(1)
 		if !c.push(p) {
-			c.srv.releaseOutstanding()
+			c.releaseSlot(p)
 			return net.ErrClosed
 		}
 		if p.closeAfter {
@@ -521,30 +541,29 @@ var (
 	errNoLeader      = errors.New("server: no leader")
 )
 
-// processor completes pending requests in arrival order.
-// push queues a request for the processor, starting one unless it runs,
-// and waits while maxOutstanding are queued. False: the connection closed.
-// Only the reader goroutine calls it.
+// push queues a request for the processor, starting one unless it runs.
+// admit has made room for it. False: the connection closed. Only the
+// reader goroutine calls it.
 func (c *conn) push(p *pending) bool {
-	for {
-		c.q.Lock()
-		if len(c.q.items)-c.q.head < maxOutstanding {
-			break
-		}
-		c.q.Unlock()
-		select {
-		case <-c.qRoom:
-		case <-c.done:
-			return false
-		}
+	if isClosed(c.done) {
+		return false
 	}
+	c.q.Lock()
 	c.q.items = append(c.q.items, p)
+	c.q.bytes += p.size
 	if !c.q.running {
 		c.q.running = true
 		c.procWG.Add(1)
 		go c.processor()
 	}
+	unslot := c.q.parked && p.slot // park's invariant
+	if unslot {
+		p.slot = false
+	}
 	c.q.Unlock()
+	if unslot {
+		c.srv.outstanding.release(c, 1)
+	}
 	return true
 }
 
@@ -561,11 +580,10 @@ func (c *conn) pop() *pending {
 	p := c.q.items[c.q.head]
 	c.q.items[c.q.head] = nil
 	c.q.head++
-	if n == maxOutstanding {
-		select {
-		case c.qRoom <- struct{}{}:
-		default:
-		}
+	c.q.bytes -= p.size
+	select {
+	case c.readerWake <- struct{}{}: // room for the reader, if it waits
+	default:
 	}
 	return p
 }
@@ -685,16 +703,18 @@ func (c *conn) enqueue(frame []byte) {
 		c.out.Unlock()
 		return
 	}
-	c.out.frames = append(c.out.frames, frame)
-	c.out.bytes += len(frame)
-	if c.out.bytes > maxOutbox {
+	if c.outboxLocked() > c.outboxLimit() {
+		// Only notifications get here: a reply is queued once the outbox
+		// is under its high-water mark, however large the reply.
 		c.out.closed = true
-		c.out.frames = nil
+		c.out.frames, c.out.bytes = nil, 0
 		c.out.Unlock()
-		c.log().Warn("client too slow: outbox full", "session", hexID(c.sessionID))
+		c.log().Warn("client too slow: outbox full", "session", hexID(c.sessionID), "limit", c.outboxLimit())
 		c.close()
 		return
 	}
+	c.out.frames = append(c.out.frames, frame)
+	c.out.bytes += len(frame)
 	c.kickFlusherLocked()
 	c.out.Unlock()
 }
@@ -731,8 +751,7 @@ func (c *conn) flusher() {
 	defer c.flushWG.Done()
 	for {
 		c.out.Lock()
-		frames := c.out.frames
-		c.out.frames, c.out.bytes = nil, 0
+		frames := c.takeFramesLocked()
 		closeAfter := c.out.closeAfter
 		if len(frames) == 0 {
 			c.out.flushing = false
@@ -743,12 +762,9 @@ func (c *conn) flusher() {
 			return
 		}
 		c.out.Unlock()
-		c.outboxDrained()
-		c.nc.SetWriteDeadline(time.Now().Add(c.srv.cfg.MaxSessionTimeout))
-		bufs := net.Buffers(frames)
-		if _, err := bufs.WriteTo(c.nc); err != nil {
+		if err := c.write(frames); err != nil {
 			c.out.Lock()
-			c.out.closed, c.out.frames, c.out.bytes, c.out.flushing = true, nil, 0, false
+			c.out.closed, c.out.frames, c.out.bytes, c.out.writing, c.out.flushing = true, nil, 0, 0, false
 			c.out.Unlock()
 			c.close()
 			return
@@ -756,6 +772,28 @@ func (c *conn) flusher() {
 		c.srv.stats.sent.Add(int64(len(frames)))
 		c.st.sent.Add(int64(len(frames)))
 	}
+}
+
+// takeFramesLocked takes the oldest queued frames, about flushBatch bytes
+// of them (at least one), counting them as being written. c.out is held.
+func (c *conn) takeFramesLocked() [][]byte {
+	all := c.out.frames
+	n, size := 0, 0
+	for n < len(all) && (n == 0 || size+len(all[n]) <= flushBatch) {
+		size += len(all[n])
+		n++
+	}
+	var taken [][]byte
+	if n == len(all) {
+		taken, c.out.frames = all, nil
+	} else {
+		taken = append([][]byte(nil), all[:n]...)
+		clear(all[:n]) // the array kept for the rest holds no written frame
+		c.out.frames = all[n:]
+	}
+	c.out.bytes -= size
+	c.out.writing += size
+	return taken
 }
 
 func (c *conn) close() {

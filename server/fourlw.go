@@ -2,7 +2,6 @@ package server
 
 import (
 	"crypto/tls"
-	"encoding/binary"
 	"fmt"
 	"io"
 	"net"
@@ -21,13 +20,12 @@ import (
 // Version is what zkraft reports as its ZooKeeper version.
 const Version = "3.9.3-zkraft, built on unknown"
 
-var fourLetterWords = map[string]bool{
-	"conf": true, "cons": true, "crst": true, "dirs": true, "dump": true, "envi": true, "gtmk": true,
-	"ruok": true, "stmk": true, "srvr": true, "srst": true, "stat": true, "wchc": true, "wchp": true,
-	"wchs": true, "mntr": true, "isro": true, "hash": true,
+// isFourLetterWord says whether the first four bytes of a connection are
+// a four-letter word rather than the length of a ConnectRequest.
+func isFourLetterWord(w string) bool {
+	_, ok := commandByWord(w)
+	return ok
 }
-
-func isFourLetterWord(w string) bool { return fourLetterWords[w] }
 
 func (s *Server) fourLetterWordEnabled(w string) bool {
 	for _, e := range s.cfg.FourLetterWords {
@@ -41,36 +39,27 @@ func (s *Server) fourLetterWordEnabled(w string) bool {
 // notServing is ZooKeeper's reply to most words while it has no quorum.
 const notServing = "This ZooKeeper instance is not currently serving requests\n"
 
-// fourLetterWord answers a four-letter word and closes the connection, as
-// ZooKeeper's NIOServerCnxn.checkFourLetterWord does: the reply is plain
-// text, ruok, isro and gtmk end without a newline. answerAndClose ends the
-// connection.
+// fourLetterWord answers a four-letter word (the commands registry's text)
+// and closes the connection, as ZooKeeper's
+// NIOServerCnxn.checkFourLetterWord does: the reply is plain text; ruok,
+// isro and gtmk end without a newline. A word that takes an argument (stmk)
+// and does not get it is not answered. answerAndClose ends the connection.
 func (c *conn) fourLetterWord(w string) {
 	s := c.srv
 	s.stats.received.Add(1)
 	c.st.recved.Add(1)
 	c.log().Debug("four-letter word", "word", w)
-	var out string
-	switch {
-	case !s.fourLetterWordEnabled(w):
-		out = w + " is not executed because it is not in the whitelist.\n"
-	case w == "ruok":
-		out = "imok"
-	case w == "isro":
-		out = "rw"
-	case w == "gtmk":
-		out = strconv.FormatInt(s.ops.traceMask.Load(), 10)
-	case w == "stmk":
-		var b [8]byte
-		if _, err := io.ReadFull(c.nc, b[:]); err != nil {
+	cmd, _ := commandByWord(w)
+	out := w + " is not executed because it is not in the whitelist.\n"
+	if s.fourLetterWordEnabled(w) {
+		arg := make([]byte, cmd.arg)
+		if _, err := io.ReadFull(c.nc, arg); err != nil {
 			return
 		}
-		s.ops.traceMask.Store(int64(binary.BigEndian.Uint64(b[:])))
-		out = strconv.FormatInt(s.ops.traceMask.Load(), 10)
-	case !c.cell.serving():
 		out = notServing
-	default:
-		out = s.fourLetterText(w)
+		if !cmd.needsServing(true) || c.cell.serving() {
+			out = cmd.text(s, arg)
+		}
 	}
 	c.answerAndClose([]byte(out))
 }
@@ -132,76 +121,6 @@ func closeWrite(nc net.Conn) error {
 	return nil
 }
 
-// fourLetterText is the reply of a word that needs a serving member.
-func (s *Server) fourLetterText(w string) string {
-	var b strings.Builder
-	switch w {
-	case "srvr":
-		s.writeSrvr(&b, false)
-	case "stat":
-		s.writeSrvr(&b, true)
-	case "cons":
-		for _, ci := range s.connInfos() {
-			b.WriteString(ci.line(true))
-		}
-		b.WriteString("\n")
-	case "crst":
-		for _, c := range s.conns() {
-			c.st.reset()
-		}
-		b.WriteString("Connection stats reset.\n")
-	case "srst":
-		s.resetServerStats()
-		b.WriteString("Server stats reset.\n")
-	case "conf":
-		for _, kv := range s.confPairs() {
-			fmt.Fprintf(&b, "%s=%v\n", kv.k, kv.v)
-		}
-		if !s.standalone() {
-			b.WriteString("membership: \n")
-			b.WriteString(renderConfig(s.cfg.Members))
-			b.WriteString("\nversion=0\n")
-		}
-	case "envi":
-		b.WriteString("Environment:\n")
-		for _, kv := range environment() {
-			fmt.Fprintf(&b, "%s=%s\n", kv.k, kv.v)
-		}
-	case "mntr":
-		for _, kv := range s.monitor() {
-			fmt.Fprintf(&b, "zk_%s\t%s\n", kv.k, kv.text())
-		}
-	case "wchs":
-		watches, paths, conns := s.cell.watches.count()
-		fmt.Fprintf(&b, "%d connections watching %d paths\nTotal watches:%d\n", conns, paths, watches)
-	case "wchc":
-		for _, e := range s.cell.watches.bySession() {
-			fmt.Fprintf(&b, "%s\n", hexID(e.id))
-			for _, p := range e.paths {
-				fmt.Fprintf(&b, "\t%s\n", p)
-			}
-		}
-		b.WriteString("\n")
-	case "wchp":
-		for _, e := range s.cell.watches.byPath() {
-			fmt.Fprintf(&b, "%s\n", e.path)
-			for _, id := range e.ids {
-				fmt.Fprintf(&b, "\t%s\n", hexID(id))
-			}
-		}
-		b.WriteString("\n")
-	case "dump":
-		s.writeDump(&b)
-	case "dirs":
-		d, l := s.dirSizes()
-		fmt.Fprintf(&b, "datadir_size: %d\nlogdir_size: %d\n", d, l)
-	case "hash":
-		// zkraft keeps no ZooKeeper digest log (the digest is a
-		// ZooKeeper-internal check between its own replicas).
-	}
-	return b.String()
-}
-
 // writeSrvr writes srvr (and, with clients, stat), as ZooKeeper's
 // StatCommand does.
 func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
@@ -229,23 +148,10 @@ func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
 
 func (s *Server) proposalSizes() string {
 	c := &s.counters
-	if c.proposalLast.Load() == 0 {
+	if c.proposals.last.Load() == 0 {
 		return "-1/-1/-1"
 	}
-	return fmt.Sprintf("%d/%d/%d", c.proposalLast.Load(), c.proposalMin.Load(), c.proposalMax.Load())
-}
-
-// nodeCount is srvr's node count.
-func (s *Server) nodeCount() int {
-	n, _, _ := s.cell.treeCounts()
-	return int(n) + 1
-}
-
-// srvr is the srvr reply.
-func (s *Server) srvr() string {
-	var b strings.Builder
-	s.writeSrvr(&b, false)
-	return b.String()
+	return fmt.Sprintf("%d/%d/%d", c.proposals.last.Load(), c.proposals.min.Load(), c.proposals.max.Load())
 }
 
 // conns lists the live connections.
@@ -455,70 +361,6 @@ func environment() []kv {
 		{"os.memory.max", mb(ms.Sys)},
 		{"os.memory.total", mb(ms.HeapSys)},
 	}
-}
-
-// monitor is mntr: ZooKeeper's keys that exporters read, in the order of
-// ZooKeeper 3.8's output (which is HashMap order; clients must not rely on
-// it), then the leader's, then the summaries zkraft keeps.
-func (s *Server) monitor() []kv {
-	f := s.figures()
-	c := &s.counters
-	out := []kv{
-		{"version", Version},
-		{"server_state", f.mode},
-		{"ephemerals_count", f.ephemerals},
-		{"num_alive_connections", f.connections},
-		{"avg_latency", f.avgLat},
-		{"outstanding_requests", f.outstanding},
-		{"znode_count", f.nodeCount},
-		{"global_sessions", f.sessions},
-		{"non_mtls_remote_conn_count", 0},
-		{"last_client_response_size", c.lastResp.Load()},
-		{"packets_sent", f.sent},
-		{"packets_received", f.received},
-		{"max_client_response_size", c.maxResp.Load()},
-		{"connection_drop_probability", 0.0},
-		{"watch_count", f.watches},
-		{"auth_failed_count", c.authFailed.Load()},
-		{"min_latency", f.minLat},
-		{"max_file_descriptor_count", f.maxFDs},
-		{"approximate_data_size", f.dataSize},
-		{"open_file_descriptor_count", f.openFDs},
-		{"local_sessions", 0},
-		{"uptime", f.uptime},
-		{"max_latency", f.maxLat},
-		{"outstanding_tls_handshake", c.tlsHandshakes.Load()},
-		{"min_client_response_size", c.minResp.Load()},
-		{"non_mtls_local_conn_count", 0},
-		{"throttled_ops", c.throttled.Load()},
-		{"large_requests_rejected", c.largeRequestsRejected.Load()},
-		{"connection_rejected", c.connRejected.Load()},
-		{"unsuccessful_handshake", c.tlsHandshakeFailed.Load()},
-		{"bytes_received_count", c.bytesReceived.Load()},
-		{"quorum_size", f.voters},
-	}
-	if f.mode == "leader" {
-		out = append(out,
-			kv{"learners", f.learners},
-			kv{"followers", f.learners}, // ZooKeeper 3.4's name, still read by some exporters
-			kv{"synced_followers", f.syncedFollowers},
-			kv{"synced_non_voting_followers", f.syncedNonVot},
-			kv{"synced_observers", f.syncedNonVot},
-			kv{"pending_syncs", 0},
-			kv{"last_proposal_size", c.proposalLast.Load()},
-			kv{"max_proposal_size", c.proposalMax.Load()},
-			kv{"min_proposal_size", c.proposalMin.Load()},
-		)
-	}
-	for _, sm := range []struct {
-		name string
-		l    *latency
-	}{{"readlatency", &c.reads}, {"updatelatency", &c.writes}} {
-		mn, avg, mx, cnt, sum := sm.l.get()
-		out = append(out, kv{"avg_" + sm.name, avg}, kv{"min_" + sm.name, mn}, kv{"max_" + sm.name, mx},
-			kv{"cnt_" + sm.name, cnt}, kv{"sum_" + sm.name, sum})
-	}
-	return out
 }
 
 // writeDump is dump: sessions by expiry bucket, ephemerals by session,

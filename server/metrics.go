@@ -3,7 +3,6 @@ package server
 import (
 	"bytes"
 	"net/http"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -79,10 +78,10 @@ func (m *metrics) request(op jute.OpCode, write bool, d time.Duration) {
 	case write:
 		m.updateLatency.Observe(ms)
 		m.commit.Observe(d.Seconds())
-	case op != jute.OpPing && op != jute.OpAuth && op != jute.OpSASL:
+	case !opTable[op].untimed:
 		m.readLatency.Observe(ms)
 	}
-	m.requests.WithLabelValues(op.String()).Inc()
+	m.requests.WithLabelValues(opLabel(op)).Inc()
 }
 
 // leaderChanged is called by the cell when the shard's leader changes.
@@ -106,71 +105,8 @@ type serverCollector struct{ s *Server }
 // depends on the member's role.
 func (c *serverCollector) Describe(chan<- *prometheus.Desc) {}
 
-func (c *serverCollector) Collect(ch chan<- prometheus.Metric) {
-	s := c.s
-	gauge := func(name, help string, v float64) {
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, nil, nil), prometheus.GaugeValue, v)
-	}
-	counter := func(name, help string, v float64) {
-		ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(name, help, nil, nil), prometheus.CounterValue, v)
-	}
-	f := s.figures()
-	gauge("znode_count", "Number of znodes", float64(f.nodeCount))
-	gauge("ephemerals_count", "Number of ephemeral znodes", float64(f.ephemerals))
-	gauge("approximate_data_size", "Approximate data size in bytes (paths and data)", float64(f.dataSize))
-	gauge("watch_count", "Number of watches", float64(f.watches))
-	gauge("num_alive_connections", "Number of client connections", float64(f.connections))
-	gauge("outstanding_requests", "Requests read and not yet answered", float64(f.outstanding))
-	gauge("global_sessions", "Number of sessions", float64(f.sessions))
-	gauge("uptime", "Milliseconds since the member started", float64(f.uptime))
-	counter("packets_received", "Packets received from clients", float64(f.received))
-	counter("packets_sent", "Packets sent to clients", float64(f.sent))
-	counter("bytes_received_count", "Bytes received from clients", float64(s.counters.bytesReceived.Load()))
-	counter("auth_failed_count", "Failed authentications", float64(s.counters.authFailed.Load()))
-	counter("connection_rejected", "Connections refused by a limit", float64(s.counters.connRejected.Load()))
-	counter("large_requests_rejected", "Requests larger than jute.maxbuffer", float64(s.counters.largeRequestsRejected.Load()))
-	counter("throttled_ops", "Requests that waited for the global outstanding limit", float64(s.counters.throttled.Load()))
-	gauge("outstanding_tls_handshake", "TLS handshakes in progress", float64(s.counters.tlsHandshakes.Load()))
-	counter("unsuccessful_handshake", "Failed TLS handshakes", float64(s.counters.tlsHandshakeFailed.Load()))
-	gauge("open_file_descriptor_count", "Open file descriptors", float64(f.openFDs))
-	gauge("max_file_descriptor_count", "File descriptor limit", float64(f.maxFDs))
-	gauge("min_latency", "Minimum request latency (ms)", float64(f.minLat))
-	gauge("avg_latency", "Average request latency (ms)", f.avgLat)
-	gauge("max_latency", "Maximum request latency (ms)", float64(f.maxLat))
-	gauge("quorum_size", "Voting members", float64(f.voters))
-	if f.mode == "leader" {
-		gauge("learners", "Followers and observers", float64(f.learners))
-		gauge("synced_followers", "Voting followers the leader is connected to", float64(f.syncedFollowers))
-		gauge("synced_observers", "Observers", float64(f.observers))
-	}
-	leader := 0.0
-	if f.mode == "leader" || f.mode == "standalone" {
-		leader = 1
-	}
-	gauge("zkraft_is_leader", "1 if this member leads the shard", leader)
-	gauge("zkraft_leader_id", "Replica id of the shard's leader (0: none)", float64(s.cell.leaderID.Load()))
-	gauge("zkraft_raft_term", "Raft term of the last leader change", float64(s.metrics.term.Load()))
-	gauge("zkraft_last_zxid", "Last zxid applied on this member", float64(f.zxid))
-	if lag, ok := s.applyLag(); ok {
-		gauge("zkraft_raft_apply_lag_entries", "Raft log entries stored on this member and not yet applied", float64(lag))
-	}
-	counter("zkraft_snapshot_resets_total", "States installed from another member's snapshot", float64(s.cell.resets.Load()))
-	counter("zkraft_raft_snapshots_created_total", "Raft snapshots this member created", float64(s.ops.peers.snapshots.Load()))
-	if pm := s.storeMetrics(); pm != nil {
-		gauge("zkraft_pebble_disk_bytes", "Disk space used by the state machine's Pebble store", float64(pm.DiskSpaceUsage()))
-		gauge("zkraft_pebble_memtable_bytes", "Pebble memtable size", float64(pm.MemTable.Size))
-		gauge("zkraft_pebble_wal_bytes", "Pebble write-ahead log size", float64(pm.WAL.Size))
-		var sst int64
-		for i := range pm.Levels {
-			sst += pm.Levels[i].Size
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc("zkraft_pebble_level_bytes",
-				"Pebble sstable bytes by level", []string{"level"}, nil), prometheus.GaugeValue,
-				float64(pm.Levels[i].Size), strconv.Itoa(i))
-		}
-		gauge("zkraft_pebble_sstable_bytes", "Pebble sstable bytes", float64(sst))
-		counter("zkraft_pebble_compactions_total", "Pebble compactions", float64(pm.Compact.Count))
-	}
-}
+// Collect sends the figures the Prometheus endpoint shows (figures.go).
+func (c *serverCollector) Collect(ch chan<- prometheus.Metric) { c.s.collectFigures(ch) }
 
 // applyLag is the number of Raft entries this member stores beyond its
 // applied index.

@@ -89,7 +89,7 @@ func (p *peerListener) LogDBCompacted(raftio.EntryInfo)           {}
 
 // initOps prepares what New needs before the replica starts.
 func (s *Server) initOps() error {
-	s.outstanding = make(chan struct{}, s.cfg.GlobalOutstandingLimit)
+	s.outstanding.limit = s.cfg.GlobalOutstandingLimit
 	s.ops.traceMask.Store(306)
 	m, err := newMetrics(s)
 	if err != nil {

@@ -24,7 +24,7 @@ func TestFourLetterWordsEnsemble(t *testing.T) {
 	}
 	tc.mu.Unlock()
 	for id, s := range servers {
-		out := s.fourLetterText("srvr")
+		out := wordText(s, "srvr")
 		want := "Mode: follower\n"
 		if id == leader {
 			want = "Mode: leader\n"
@@ -35,13 +35,13 @@ func TestFourLetterWordsEnsemble(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("member %d srvr:\n%s", id, out)
 		}
-		if conf := s.fourLetterText("conf"); !strings.Contains(conf, "membership: \nserver.1=") {
+		if conf := wordText(s, "conf"); !strings.Contains(conf, "membership: \nserver.1=") {
 			t.Errorf("member %d conf:\n%s", id, conf)
 		}
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		m := servers[leader].fourLetterText("mntr")
+		m := wordText(servers[leader], "mntr")
 		if strings.Contains(m, "zk_server_state\tleader\n") && strings.Contains(m, "zk_synced_followers\t2\n") &&
 			strings.Contains(m, "zk_learners\t2\n") && strings.Contains(m, "zk_quorum_size\t3\n") {
 			break

@@ -44,303 +44,320 @@ func authenticate(xid int32, ids []jute.ID, body []byte, superDigest string) ([]
 	return out, replyFrame(xid, 0, jute.ErrOK, nil), false
 }
 
-// readOp builds the execution of a read request. A body that does not
-// decode is answered with MARSHALLINGERROR, as ZooKeeper does; an op code
-// ZooKeeper does not know is answered with UNIMPLEMENTED (zxid -1) and the
-// connection is closed.
+// readOp builds the execution of a read request from the op table. A body
+// that does not decode is answered with MARSHALLINGERROR, as ZooKeeper
+// does; an op ZooKeeper knows and zkraft does not take from a client is
+// answered with UNIMPLEMENTED (zxid -1), and so is an op code ZooKeeper does
+// not know, after which the connection is closed.
 //
 // watching says the read may set watches: its connection's notifications
 // are held while it runs, and its watches registered as of the state it
 // read once its reply is queued (registry.finishRead).
 func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*result, error), closeAfter, watching bool) {
-	exec, known := c.readOpExec(hdr, body)
-	if exec == nil {
+	e, known := opTable[hdr.Type]
+	if e.kind != opRead {
+		return func() (*result, error) {
+			return &result{zxid: -1, err: jute.ErrUnimplemented}, nil
+		}, !known, false
+	}
+	req, _ := jute.NewRequest(hdr.Type)
+	if jute.Unmarshal(body, req) != nil {
 		return func() (*result, error) {
 			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
 		}, false, false
 	}
-	return exec, !known, setsWatches(hdr.Type, body)
+	q := &readReq{
+		op:   hdr.Type,
+		auth: c.authIDs(),
+		// A standalone member reads locally once caught up: that is
+		// linearizable there (cell.localReads) and saves a round through
+		// the Raft step worker, which may be waiting on an fsync.
+		lin: c.srv.cfg.ReadMode == ReadLinearizable && !c.cell.localReads.Load(),
+	}
+	p := e.read.plan(c, q, req)
+	return p.exec, false, p.watching
 }
 
-// setsWatches reports whether a read op with this body asks for watches.
-func setsWatches(op jute.OpCode, body []byte) bool {
-	switch op {
-	case jute.OpSetWatches, jute.OpSetWatches2, jute.OpAddWatch:
-		return true
-	case jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2:
-		// Each of their requests is a path, then the watch flag.
-		r := jute.NewReader(body)
-		_ = r.String()
-		return r.Bool() && r.Err() == nil
-	}
-	return false
+// readReq is what a read handler is given besides its request: the
+// connection's state as the request was read.
+type readReq struct {
+	op   jute.OpCode
+	auth []jute.ID // the connection's ids
+	lin  bool      // ask for a ReadIndex first (Config.ReadMode)
 }
 
-func (c *conn) readOpExec(hdr *jute.RequestHeader, body []byte) (func() (*result, error), bool) {
-	auth := c.authIDs()
-	// A standalone member reads locally once caught up: that is
-	// linearizable there (cell.localReads) and saves a round through the
-	// Raft step worker, which may be waiting on an fsync.
-	linearizable := c.srv.cfg.ReadMode == ReadLinearizable && !c.cell.localReads.Load()
-	decode := func(rec jute.Record) error { return jute.Unmarshal(body, rec) }
-	run := func(lin bool, fn func(v raftsm.View, r znode.Reader) *result) func() (*result, error) {
-		// A linearizable read asks for its ReadIndex as it arrives, so that
-		// the reads queued on a connection share Dragonboat's batched
-		// rounds instead of taking one round trip each; it is still run in
-		// order, after the connection's earlier requests.
-		var ticket *readTicket
-		if lin {
-			ticket = c.cell.startRead()
-		}
-		return func() (*result, error) {
-			out, err := c.cell.readWith(ticket, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-				if h := c.srv.readHook.Load(); h != nil {
-					(*h)(hdr.Type)
-				}
-				res := fn(v, znode.Reader{KV: v.Tree(), Auth: auth})
-				res.zxid, res.at = v.Zxid(), v.Zxid()
-				return res, nil
-			}), lin)
-			if err != nil {
-				return nil, err
-			}
-			return out.(*result), nil
-		}
-	}
-	fail := func(err error) *result { return &result{err: jute.CodeOf(err)} }
+// readPlan is a read ready to run in order on the connection's processor.
+type readPlan struct {
+	exec func() (*result, error)
+	// watching: the read may set watches (readOp).
+	watching bool
+}
 
-	switch hdr.Type {
-	case jute.OpExists:
-		req := new(jute.ExistsRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			n, err := r.Exists(req.Path)
-			res := &result{}
-			if err != nil {
-				res = fail(err)
-			} else {
-				res.resp = &jute.ExistsResponse{Stat: n.Stat()}
-			}
-			if req.Watch && (err == nil || jute.CodeOf(err) == jute.ErrNoNode) {
-				// exists leaves a watch even on a missing node.
-				res.watch(tableData, req.Path, modeStandard)
-			}
-			return res
-		}), true
-	case jute.OpGetData:
-		req := new(jute.GetDataRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			n, err := r.GetData(req.Path)
-			if err != nil {
-				return fail(err)
-			}
-			res := &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
-			if req.Watch {
-				res.watch(tableData, req.Path, modeStandard)
-			}
-			return res
-		}), true
-	case jute.OpGetChildren, jute.OpGetChildren2:
-		req := new(jute.GetChildrenRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		two := hdr.Type == jute.OpGetChildren2
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			n, names, err := r.GetChildren(req.Path)
-			if err != nil {
-				return fail(err)
-			}
-			res := &result{resp: &jute.GetChildrenResponse{Children: names}}
-			if two {
-				res.resp = &jute.GetChildren2Response{Children: names, Stat: n.Stat()}
-			}
-			if req.Watch {
-				res.watch(tableChild, req.Path, modeStandard)
-			}
-			return res
-		}), true
-	case jute.OpGetACL:
-		req := new(jute.GetACLRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			n, acl, err := r.GetACL(req.Path)
-			if err != nil {
-				return fail(err)
-			}
-			return &result{resp: &jute.GetACLResponse{ACL: acl, Stat: n.Stat()}}
-		}), true
-	case jute.OpSync:
-		req := new(jute.SyncRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		// sync always catches this member up with the leader.
-		return run(true, func(v raftsm.View, r znode.Reader) *result {
-			return &result{resp: &jute.SyncResponse{Path: req.Path}}
-		}), true
-	case jute.OpGetAllChildrenNumber:
-		req := new(jute.GetAllChildrenNumberRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			n, err := r.CountDescendants(req.Path)
-			if err != nil {
-				return fail(err)
-			}
-			return &result{resp: &jute.GetAllChildrenNumberResponse{TotalNumber: n}}
-		}), true
-	case jute.OpGetEphemerals:
-		req := new(jute.GetEphemeralsRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		id := c.sessionID
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			paths, err := v.Tree().Ephemerals(id)
-			if err != nil {
-				return fail(err)
-			}
-			out := []string{}
-			for _, p := range paths {
-				if req.PrefixPath == "" || req.PrefixPath == "/" || strings.HasPrefix(p, req.PrefixPath) {
-					out = append(out, p)
-				}
-			}
-			return &result{resp: &jute.GetEphemeralsResponse{Ephemerals: out}}
-		}), true
-	case jute.OpWhoAmI:
-		return func() (*result, error) {
-			infos := make([]jute.ClientInfo, 0, len(auth))
-			for _, id := range auth {
-				user := id.ID
-				if id.Scheme == "digest" {
-					user, _, _ = strings.Cut(user, ":")
-				}
-				infos = append(infos, jute.ClientInfo{AuthScheme: id.Scheme, User: user})
-			}
-			return &result{zxid: c.srv.lastZxid(), resp: &jute.WhoAmIResponse{ClientInfo: infos}}, nil
-		}, true
-	case jute.OpSetWatches, jute.OpSetWatches2:
-		var sw jute.SetWatches2
-		if hdr.Type == jute.OpSetWatches {
-			req := new(jute.SetWatches)
-			if err := decode(req); err != nil {
-				return nil, true
-			}
-			sw = jute.SetWatches2{RelativeZxid: req.RelativeZxid, DataWatches: req.DataWatches,
-				ExistWatches: req.ExistWatches, ChildWatches: req.ChildWatches}
-		} else if err := decode(&sw); err != nil {
-			return nil, true
-		}
-		exec := run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			return setWatches(&sw, v.Tree())
-		})
-		return func() (*result, error) {
-			res, err := exec()
-			if err != nil {
-				return nil, err
-			}
-			res.zxid = -1
-			return res, nil
-		}, true
-	case jute.OpWatchFrom:
-		return c.watchFromOp(body), true
-	case jute.OpUnwatchFrom:
-		return c.unwatchFromOp(body), true
-	case jute.OpAddWatch:
-		req := new(jute.AddWatchRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			// addWatch answers with a 4-byte ErrorResponse body.
-			res := &result{resp: &jute.ErrorResponse{Err: jute.ErrOK}}
-			switch req.Mode {
-			case jute.AddWatchModePersistent:
-				res.watch(tableData, req.Path, modePersistent)
-				res.watch(tableChild, req.Path, modePersistent)
-			case jute.AddWatchModePersistentRecursive:
-				res.watch(tableData, req.Path, modeRecursive)
-			default:
-				return &result{err: jute.ErrMarshallingError}
-			}
-			return res
-		}), true
-	case jute.OpCheckWatches, jute.OpRemoveWatches:
-		// The two records are the same shape: path, watcher type.
-		req := new(jute.CheckWatchesRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		remove := hdr.Type == jute.OpRemoveWatches
-		return func() (*result, error) {
-			res := &result{zxid: c.srv.lastZxid()}
-			if req.Type < jute.WatcherTypeChildren || req.Type > watcherTypePersistentRecursive {
-				res.err = jute.ErrMarshallingError
-				return res, nil
-			}
-			var ok bool
-			if remove {
-				ok = c.cell.watches.remove(req.Path, req.Type, c)
-			} else {
-				ok = c.cell.watches.contains(req.Path, req.Type, c)
-			}
-			if !ok {
-				res.err = jute.ErrNoWatcher
-			}
-			return res, nil
-		}, true
-	case jute.OpMultiRead:
-		req := new(jute.MultiRequest)
-		if err := decode(req); err != nil {
-			return nil, true
-		}
-		for _, op := range req.Ops {
-			if op.Type != jute.OpGetData && op.Type != jute.OpGetChildren {
-				// ZooKeeper answers MARSHALLINGERROR with an empty
-				// MultiResponse body, consuming no zxid.
-				return func() (*result, error) {
-					return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError, errBody: &jute.MultiResponse{}}, nil
-				}, true
-			}
-		}
-		return run(linearizable, func(v raftsm.View, r znode.Reader) *result {
-			resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(req.Ops))}
-			for _, op := range req.Ops {
-				var res jute.MultiResult
-				switch q := op.Req.(type) {
-				case *jute.GetDataRequest:
-					if n, err := r.GetData(q.Path); err != nil {
-						res = jute.MultiResult{Type: jute.OpError, Err: jute.CodeOf(err)}
-					} else {
-						res = jute.MultiResult{Type: jute.OpGetData, Resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
-					}
-				case *jute.GetChildrenRequest:
-					if _, names, err := r.GetChildren(q.Path); err != nil {
-						res = jute.MultiResult{Type: jute.OpError, Err: jute.CodeOf(err)}
-					} else {
-						res = jute.MultiResult{Type: jute.OpGetChildren, Resp: &jute.GetChildrenResponse{Children: names}}
-					}
-				}
-				resp.Results = append(resp.Results, res)
-			}
-			return &result{resp: resp}
-		}), true
+// snapshotRead runs fn on a consistent snapshot of the state, linearizable
+// (after a ReadIndex) when lin is set. It stamps the result with the zxid
+// the snapshot saw: the reply's zxid, and the state its watches are set
+// on (result.at).
+func (c *conn) snapshotRead(q *readReq, lin bool, fn func(v raftsm.View, r znode.Reader) *result) func() (*result, error) {
+	// A linearizable read asks for its ReadIndex as it arrives, so that
+	// the reads queued on a connection share Dragonboat's batched rounds
+	// instead of taking one round trip each; it is still run in order,
+	// after the connection's earlier requests.
+	var ticket *readTicket
+	if lin {
+		ticket = c.cell.startRead()
 	}
-	// A ZooKeeper op zkraft does not serve yet, or an unknown op code.
-	_, known := jute.NewRequest(hdr.Type)
 	return func() (*result, error) {
-		return &result{zxid: -1, err: jute.ErrUnimplemented}, nil
-	}, known
+		out, err := c.cell.readWith(ticket, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			if h := c.srv.readHook.Load(); h != nil {
+				(*h)(q.op)
+			}
+			res := fn(v, znode.Reader{KV: v.Tree(), Auth: q.auth})
+			res.zxid, res.at = v.Zxid(), v.Zxid()
+			return res, nil
+		}), lin)
+		if err != nil {
+			return nil, err
+		}
+		return out.(*result), nil
+	}
+}
+
+// failed is the result of a read that failed with err.
+func failed(err error) *result { return &result{err: jute.CodeOf(err)} }
+
+// memberRead answers from the member's own state (its watch registry, its
+// connection), with no snapshot: the reply carries the last zxid applied.
+func (c *conn) memberRead(fn func(res *result)) func() (*result, error) {
+	return func() (*result, error) {
+		res := &result{zxid: c.srv.lastZxid()}
+		fn(res)
+		return res, nil
+	}
+}
+
+func (c *conn) existsOp(q *readReq, req *jute.ExistsRequest) readPlan {
+	return readPlan{watching: req.Watch, exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		n, err := r.Exists(req.Path)
+		res := &result{}
+		if err != nil {
+			res = failed(err)
+		} else {
+			res.resp = &jute.ExistsResponse{Stat: n.Stat()}
+		}
+		if req.Watch && (err == nil || jute.CodeOf(err) == jute.ErrNoNode) {
+			// exists leaves a watch even on a missing node.
+			res.watch(tableData, req.Path, modeStandard)
+		}
+		return res
+	})}
+}
+
+func (c *conn) getDataOp(q *readReq, req *jute.GetDataRequest) readPlan {
+	return readPlan{watching: req.Watch, exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		n, err := r.GetData(req.Path)
+		if err != nil {
+			return failed(err)
+		}
+		res := &result{resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+		if req.Watch {
+			res.watch(tableData, req.Path, modeStandard)
+		}
+		return res
+	})}
+}
+
+func (c *conn) getChildrenOp(q *readReq, req *jute.GetChildrenRequest) readPlan {
+	return c.children(q, req.Path, req.Watch, false)
+}
+
+func (c *conn) getChildren2Op(q *readReq, req *jute.GetChildren2Request) readPlan {
+	return c.children(q, req.Path, req.Watch, true)
+}
+
+// children answers getChildren, and getChildren2 (withStat) which adds
+// the parent's Stat.
+func (c *conn) children(q *readReq, path string, watch, withStat bool) readPlan {
+	return readPlan{watching: watch, exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		n, names, err := r.GetChildren(path)
+		if err != nil {
+			return failed(err)
+		}
+		res := &result{resp: &jute.GetChildrenResponse{Children: names}}
+		if withStat {
+			res.resp = &jute.GetChildren2Response{Children: names, Stat: n.Stat()}
+		}
+		if watch {
+			res.watch(tableChild, path, modeStandard)
+		}
+		return res
+	})}
+}
+
+func (c *conn) getACLOp(q *readReq, req *jute.GetACLRequest) readPlan {
+	return readPlan{exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		n, acl, err := r.GetACL(req.Path)
+		if err != nil {
+			return failed(err)
+		}
+		return &result{resp: &jute.GetACLResponse{ACL: acl, Stat: n.Stat()}}
+	})}
+}
+
+// syncOp always catches this member up with the leader, whatever the read
+// mode.
+func (c *conn) syncOp(q *readReq, req *jute.SyncRequest) readPlan {
+	return readPlan{exec: c.snapshotRead(q, true, func(v raftsm.View, r znode.Reader) *result {
+		return &result{resp: &jute.SyncResponse{Path: req.Path}}
+	})}
+}
+
+func (c *conn) getAllChildrenNumberOp(q *readReq, req *jute.GetAllChildrenNumberRequest) readPlan {
+	return readPlan{exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		n, err := r.CountDescendants(req.Path)
+		if err != nil {
+			return failed(err)
+		}
+		return &result{resp: &jute.GetAllChildrenNumberResponse{TotalNumber: n}}
+	})}
+}
+
+// getEphemeralsOp lists the session's ephemerals under a prefix of their
+// paths (not only of whole names, as ZooKeeper).
+func (c *conn) getEphemeralsOp(q *readReq, req *jute.GetEphemeralsRequest) readPlan {
+	id := c.sessionID
+	return readPlan{exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		paths, err := v.Tree().Ephemerals(id)
+		if err != nil {
+			return failed(err)
+		}
+		out := []string{}
+		for _, p := range paths {
+			if req.PrefixPath == "" || req.PrefixPath == "/" || strings.HasPrefix(p, req.PrefixPath) {
+				out = append(out, p)
+			}
+		}
+		return &result{resp: &jute.GetEphemeralsResponse{Ephemerals: out}}
+	})}
+}
+
+// whoAmIOp lists the connection's ids, a digest user without its
+// password hash.
+func (c *conn) whoAmIOp(q *readReq, _ *jute.Empty) readPlan {
+	return readPlan{exec: c.memberRead(func(res *result) {
+		infos := make([]jute.ClientInfo, 0, len(q.auth))
+		for _, id := range q.auth {
+			user := id.ID
+			if id.Scheme == "digest" {
+				user, _, _ = strings.Cut(user, ":")
+			}
+			infos = append(infos, jute.ClientInfo{AuthScheme: id.Scheme, User: user})
+		}
+		res.resp = &jute.WhoAmIResponse{ClientInfo: infos}
+	})}
+}
+
+// multiReadOp answers getData and getChildren ops from one snapshot, one
+// result each.
+func (c *conn) multiReadOp(q *readReq, req *jute.MultiRequest) readPlan {
+	for _, op := range req.Ops {
+		if op.Type != jute.OpGetData && op.Type != jute.OpGetChildren {
+			// ZooKeeper answers MARSHALLINGERROR with an empty
+			// MultiResponse body, consuming no zxid.
+			return readPlan{exec: c.memberRead(func(res *result) {
+				res.err, res.errBody = jute.ErrMarshallingError, &jute.MultiResponse{}
+			})}
+		}
+	}
+	return readPlan{exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(req.Ops))}
+		for _, op := range req.Ops {
+			var res jute.MultiResult
+			switch sub := op.Req.(type) {
+			case *jute.GetDataRequest:
+				if n, err := r.GetData(sub.Path); err != nil {
+					res = jute.MultiResult{Type: jute.OpError, Err: jute.CodeOf(err)}
+				} else {
+					res = jute.MultiResult{Type: jute.OpGetData, Resp: &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}}
+				}
+			case *jute.GetChildrenRequest:
+				if _, names, err := r.GetChildren(sub.Path); err != nil {
+					res = jute.MultiResult{Type: jute.OpError, Err: jute.CodeOf(err)}
+				} else {
+					res = jute.MultiResult{Type: jute.OpGetChildren, Resp: &jute.GetChildrenResponse{Children: names}}
+				}
+			}
+			resp.Results = append(resp.Results, res)
+		}
+		return &result{resp: resp}
+	})}
+}
+
+// setWatchesOp is setWatches2 without persistent watches (ZooKeeper 3.5's
+// record).
+func (c *conn) setWatchesOp(q *readReq, req *jute.SetWatches) readPlan {
+	return c.setWatches2Op(q, &jute.SetWatches2{RelativeZxid: req.RelativeZxid, DataWatches: req.DataWatches,
+		ExistWatches: req.ExistWatches, ChildWatches: req.ChildWatches})
+}
+
+// setWatches2Op re-registers a reconnecting client's watches (setWatches);
+// the reply carries zxid -1, as ZooKeeper's.
+func (c *conn) setWatches2Op(q *readReq, req *jute.SetWatches2) readPlan {
+	exec := c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		return setWatches(req, v.Tree())
+	})
+	return readPlan{watching: true, exec: func() (*result, error) {
+		res, err := exec()
+		if err != nil {
+			return nil, err
+		}
+		res.zxid = -1
+		return res, nil
+	}}
+}
+
+func (c *conn) addWatchOp(q *readReq, req *jute.AddWatchRequest) readPlan {
+	return readPlan{watching: true, exec: c.snapshotRead(q, q.lin, func(v raftsm.View, r znode.Reader) *result {
+		// addWatch answers with a 4-byte ErrorResponse body.
+		res := &result{resp: &jute.ErrorResponse{Err: jute.ErrOK}}
+		switch req.Mode {
+		case jute.AddWatchModePersistent:
+			res.watch(tableData, req.Path, modePersistent)
+			res.watch(tableChild, req.Path, modePersistent)
+		case jute.AddWatchModePersistentRecursive:
+			res.watch(tableData, req.Path, modeRecursive)
+		default:
+			return &result{err: jute.ErrMarshallingError}
+		}
+		return res
+	})}
+}
+
+func (c *conn) checkWatchesOp(q *readReq, req *jute.CheckWatchesRequest) readPlan {
+	return c.watcherOp(req.Path, req.Type, false)
+}
+
+func (c *conn) removeWatchesOp(q *readReq, req *jute.RemoveWatchesRequest) readPlan {
+	return c.watcherOp(req.Path, req.Type, true)
+}
+
+// watcherOp answers checkWatches, or removeWatches (remove), from the
+// member's watch registry: NOWATCHER when the connection has no such watch.
+func (c *conn) watcherOp(path string, typ int32, remove bool) readPlan {
+	return readPlan{exec: c.memberRead(func(res *result) {
+		if typ < jute.WatcherTypeChildren || typ > watcherTypePersistentRecursive {
+			res.err = jute.ErrMarshallingError
+			return
+		}
+		var ok bool
+		if remove {
+			ok = c.cell.watches.remove(path, typ, c)
+		} else {
+			ok = c.cell.watches.contains(path, typ, c)
+		}
+		if !ok {
+			res.err = jute.ErrNoWatcher
+		}
+	})}
 }
 
 // setWatches re-registers a reconnecting client's watches with ZooKeeper's
@@ -358,16 +375,21 @@ func setWatches(sw *jute.SetWatches2, kv znode.ReadKV) *result {
 		return n
 	}
 	missed := func(typ jute.EventType, p string) { res.before = append(res.before, note{-1, typ, p}) }
-	for _, p := range sw.DataWatches {
-		switch n := get(p); {
-		case n == nil:
-			missed(jute.EventNodeDeleted, p)
-		case n.Mzxid > rel:
-			missed(jute.EventNodeDataChanged, p)
-		default:
-			res.watch(tableData, p, modeStandard)
+	// A data or child watch fires NodeDeleted for a node that is gone, its
+	// change event for a node changed after rel, or is registered.
+	catchUp := func(paths []string, t watchTable, changed func(*znode.Node) bool, ev jute.EventType) {
+		for _, p := range paths {
+			switch n := get(p); {
+			case n == nil:
+				missed(jute.EventNodeDeleted, p)
+			case changed(n):
+				missed(ev, p)
+			default:
+				res.watch(t, p, modeStandard)
+			}
 		}
 	}
+	catchUp(sw.DataWatches, tableData, func(n *znode.Node) bool { return n.Mzxid > rel }, jute.EventNodeDataChanged)
 	for _, p := range sw.ExistWatches {
 		if get(p) != nil {
 			missed(jute.EventNodeCreated, p)
@@ -382,15 +404,6 @@ func setWatches(sw *jute.SetWatches2, kv znode.ReadKV) *result {
 	for _, p := range sw.PersistentRecursiveWatches {
 		res.watch(tableData, p, modeRecursive)
 	}
-	for _, p := range sw.ChildWatches {
-		switch n := get(p); {
-		case n == nil:
-			missed(jute.EventNodeDeleted, p)
-		case n.Pzxid > rel:
-			missed(jute.EventNodeChildrenChanged, p)
-		default:
-			res.watch(tableChild, p, modeStandard)
-		}
-	}
+	catchUp(sw.ChildWatches, tableChild, func(n *znode.Node) bool { return n.Pzxid > rel }, jute.EventNodeChildrenChanged)
 	return res
 }

@@ -171,13 +171,9 @@ func (t *resumables) applied(events []raftsm.Event) {
 }
 
 // watchFromOp answers watchFrom (op 1000).
-func (c *conn) watchFromOp(body []byte) func() (*result, error) {
-	auth := c.authIDs()
-	return func() (*result, error) {
-		req := new(jute.WatchFromRequest)
-		if jute.Unmarshal(body, req) != nil {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
-		}
+func (c *conn) watchFromOp(q *readReq, req *jute.WatchFromRequest) readPlan {
+	auth := q.auth
+	return readPlan{exec: func() (*result, error) {
 		if (req.Mode != jute.WatchModeNode && req.Mode != jute.WatchModeSubtree) || znode.ValidatePath(req.Path) != nil {
 			return &result{zxid: c.srv.lastZxid(), err: jute.ErrBadArguments}, nil
 		}
@@ -228,7 +224,7 @@ func (c *conn) watchFromOp(body []byte) func() (*result, error) {
 			}
 		}
 		return o.res, nil
-	}
+	}}
 }
 
 // replay sends the retained changes, then whatever arrived meanwhile, and
@@ -299,15 +295,10 @@ func (c *conn) enqueueWait(frame []byte) bool {
 }
 
 // unwatchFromOp answers unwatchFrom (op 1001).
-func (c *conn) unwatchFromOp(body []byte) func() (*result, error) {
-	return func() (*result, error) {
-		req := new(jute.UnwatchFromRequest)
-		if jute.Unmarshal(body, req) != nil {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
-		}
+func (c *conn) unwatchFromOp(q *readReq, req *jute.UnwatchFromRequest) readPlan {
+	return readPlan{exec: c.memberRead(func(res *result) {
 		if !c.cell.resumables.remove(c, req.WatchID) {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrNoWatcher}, nil
+			res.err = jute.ErrNoWatcher
 		}
-		return &result{zxid: c.srv.lastZxid()}, nil
-	}
+	})}
 }

@@ -15,7 +15,6 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 	dbconfig "github.com/lni/dragonboat/v4/config"
-	dblogger "github.com/lni/dragonboat/v4/logger"
 	"github.com/lni/dragonboat/v4/raftio"
 
 	"github.com/zkraft/zkraft/jute"
@@ -39,7 +38,7 @@ type Server struct {
 	// Operations: figures, limits, admin, metrics, TLS and SASL (ops.go).
 	counters    serverCounters
 	metrics     *metrics
-	outstanding chan struct{} // slots of the global outstanding-request limit
+	outstanding outstandingLimit // the global outstanding-request limit (limits.go)
 	ops         opsState
 
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
@@ -77,8 +76,6 @@ func (l *leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
 	}
 }
 
-var dragonboatLogsQuiet sync.Once
-
 // New starts a member: it opens (or creates) the data directories, starts
 // the Raft replica, waits until the shard has a leader, and listens for
 // clients. Close stops it.
@@ -86,11 +83,7 @@ func New(cfg Config) (*Server, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	dragonboatLogsQuiet.Do(func() {
-		for _, name := range []string{"raft", "rsm", "transport", "grpc", "dragonboat", "logdb", "raftpb", "config", "settings", "tan", "registry"} {
-			dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
-		}
-	})
+	QuietRaftLogs()
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
@@ -111,12 +104,25 @@ func New(cfg Config) (*Server, error) {
 	nhc := NodeHostConfig(cfg)
 	nhc.RaftEventListener = ll
 	s.tuneNodeHost(&nhc)
+	stateStore := raftsm.StoreDir(filepath.Join(cfg.DataDir, "state"), cfg.ShardID, cfg.ReplicaID)
+	rep, err := checkDataDir(nhc, stateStore, s.log)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkRecordedRaftAddr(nhc); err != nil {
 		return nil, err
 	}
-	nh, err := dragonboat.NewNodeHost(nhc)
-	if err != nil {
-		return nil, fmt.Errorf("server: start raft: %w", err)
+	var nh *dragonboat.NodeHost
+	if err := raftCall(func() (err error) {
+		nh, err = dragonboat.NewNodeHost(nhc)
+		if err == nil && nh == nil {
+			// NewNodeHost recovers some of its panics and returns
+			// neither a NodeHost nor an error.
+			err = errors.New("dragonboat: NewNodeHost stopped on a panic it recovered")
+		}
+		return err
+	}); err != nil {
+		return nil, raftFailure(nhc, err)
 	}
 	s.nh = nh
 
@@ -164,8 +170,14 @@ func New(cfg Config) (*Server, error) {
 			members = map[uint64]dragonboat.Target{}
 		}
 	}
-	if err := nh.StartOnDiskReplica(members, join, raftsm.NewFactory(smCfg), rc); err != nil {
-		nh.Close()
+	gate := newOpenGate()
+	if err := raftCall(func() error {
+		return nh.StartOnDiskReplica(members, join, gate.factory(raftsm.NewFactory(smCfg)), rc)
+	}); err != nil {
+		var p *recoveredPanic
+		if !errors.As(err, &p) {
+			nh.Close()
+		}
 		if errors.Is(err, dragonboat.ErrInvalidShardSettings) {
 			return nil, fmt.Errorf("server: start shard %d: %w: the Raft log in %s was first started with other members "+
 				"than this configuration lists, and Dragonboat keeps to them (change an ensemble with reconfig). "+
@@ -173,7 +185,11 @@ func New(cfg Config) (*Server, error) {
 				"server.N line with the Raft address it was started with, then reconfig -add the others and start them with --join",
 				cfg.ShardID, err, nhc.WALDir)
 		}
-		return nil, fmt.Errorf("server: start shard %d: %w", cfg.ShardID, err)
+		return nil, raftFailure(nhc, fmt.Errorf("start shard %d: %w", cfg.ShardID, err))
+	}
+	if err := awaitOpen(nh, nhc, gate, cfg.ShardID, rep); err != nil {
+		nh.Close()
+		return nil, err
 	}
 	if s.standalone() {
 		// Standalone: serve once the single replica leads, as ZooKeeper
@@ -212,6 +228,10 @@ func New(cfg Config) (*Server, error) {
 	go c.membershipLoop(s.ctx, &s.wg)
 	s.wg.Add(1)
 	go c.checkImportLoop(s.ctx, &s.wg)
+	if cfg.DigestCheckInterval > 0 {
+		s.wg.Add(1)
+		go c.digestLoop(s.ctx, &s.wg)
+	}
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()

@@ -68,54 +68,54 @@ func javaDouble(v float64) string {
 // are not kept elsewhere. All fields are updated lock-free except the
 // latency summaries.
 type serverCounters struct {
-	all, reads, writes latency // request latency, ms
-	// Response sizes (bytes) of replies to requests.
-	lastResp, minResp, maxResp atomic.Int64
-	bytesReceived              atomic.Int64
-	authFailed                 atomic.Int64
-	connRejected               atomic.Int64 // maxClientCnxns, limits
-	largeRequestsRejected      atomic.Int64
-	tlsHandshakes              atomic.Int64 // in progress
-	tlsHandshakeFailed         atomic.Int64
-	throttled                  atomic.Int64 // requests that waited for the global limit
-	proposalLast, proposalMin  atomic.Int64
-	proposalMax                atomic.Int64
-	lastFloodLog               atomic.Int64 // unix ns of the last too-many-connections warning
+	all, reads, writes    latency // request latency, ms
+	resp                  sizes   // of replies to requests
+	proposals             sizes   // of proposed commands
+	bytesReceived         atomic.Int64
+	authFailed            atomic.Int64
+	connRejected          atomic.Int64 // maxClientCnxns, limits
+	largeRequestsRejected atomic.Int64
+	tlsHandshakes         atomic.Int64 // in progress
+	tlsHandshakeFailed    atomic.Int64
+	throttled             atomic.Int64 // requests that waited for the global limit
+	stalledClosed         atomic.Int64 // connections closed for not reading their replies
+	lastFloodLog          atomic.Int64 // unix ns of the last too-many-connections warning
 }
 
-func (s *serverCounters) response(n int) {
+// sizes is a last, min and max of sizes in bytes, lock-free; all three are
+// 0 until the first.
+type sizes struct {
+	last, min, max atomic.Int64
+}
+
+func (z *sizes) add(n int) {
 	v := int64(n)
-	s.lastResp.Store(v)
+	z.last.Store(v)
 	for {
-		cur := s.minResp.Load()
-		if (cur != 0 && cur <= v) || s.minResp.CompareAndSwap(cur, v) {
+		cur := z.min.Load()
+		if (cur != 0 && cur <= v) || z.min.CompareAndSwap(cur, v) {
 			break
 		}
 	}
 	for {
-		cur := s.maxResp.Load()
-		if cur >= v || s.maxResp.CompareAndSwap(cur, v) {
+		cur := z.max.Load()
+		if cur >= v || z.max.CompareAndSwap(cur, v) {
 			break
 		}
 	}
 }
 
-func (s *serverCounters) proposal(n int) {
-	v := int64(n)
-	s.proposalLast.Store(v)
-	for {
-		cur := s.proposalMin.Load()
-		if (cur != 0 && cur <= v) || s.proposalMin.CompareAndSwap(cur, v) {
-			break
-		}
-	}
-	for {
-		cur := s.proposalMax.Load()
-		if cur >= v || s.proposalMax.CompareAndSwap(cur, v) {
-			break
-		}
-	}
+func (z *sizes) reset() {
+	z.last.Store(0)
+	z.min.Store(0)
+	z.max.Store(0)
 }
+
+// response records the size of a reply.
+func (s *serverCounters) response(n int) { s.resp.add(n) }
+
+// proposal records the size of a proposed command.
+func (s *serverCounters) proposal(n int) { s.proposals.add(n) }
 
 // reset is srst: ZooKeeper resets latency, packet counts and the response
 // sizes.
@@ -125,9 +125,7 @@ func (s *Server) resetServerStats() {
 	s.counters.writes.reset()
 	s.stats.received.Store(0)
 	s.stats.sent.Store(0)
-	s.counters.lastResp.Store(0)
-	s.counters.minResp.Store(0)
-	s.counters.maxResp.Store(0)
+	s.counters.resp.reset()
 	s.counters.authFailed.Store(0)
 }
 
@@ -163,69 +161,12 @@ func (st *connStats) reset() {
 	st.mu.Unlock()
 }
 
-// opAbbrev is ZooKeeper's lastOp for each op (FinalRequestProcessor).
-func opAbbrev(op jute.OpCode) string {
-	switch op {
-	case jute.OpPing:
-		return "PING"
-	case jute.OpCreateSession:
-		return "SESS"
-	case jute.OpMulti:
-		return "MULT"
-	case jute.OpMultiRead:
-		return "MLTR"
-	case jute.OpCreate, jute.OpCreate2, jute.OpCreateTTL, jute.OpCreateContainer:
-		return "CREA"
-	case jute.OpDelete, jute.OpDeleteContainer:
-		return "DELE"
-	case jute.OpSetData:
-		return "SETD"
-	case jute.OpReconfig:
-		return "RECO"
-	case jute.OpSetACL:
-		return "SETA"
-	case jute.OpCheck:
-		return "CHEC"
-	case jute.OpExists:
-		return "EXIS"
-	case jute.OpGetData:
-		return "GETD"
-	case jute.OpSetWatches, jute.OpSetWatches2:
-		return "SETW"
-	case jute.OpAddWatch:
-		return "ADDW"
-	case jute.OpGetACL:
-		return "GETA"
-	case jute.OpGetChildren, jute.OpGetChildren2:
-		return "GETC"
-	case jute.OpGetAllChildrenNumber:
-		return "GETACN"
-	case jute.OpCheckWatches:
-		return "CHKW"
-	case jute.OpRemoveWatches:
-		return "REMW"
-	case jute.OpGetEphemerals:
-		return "GETE"
-	case jute.OpWhoAmI:
-		return "HOMI"
-	case jute.OpSync:
-		return "SYNC"
-	case jute.OpCloseSession:
-		return "CLOS"
-	case jute.OpAuth:
-		return "AUTH"
-	case jute.OpSASL:
-		return "SASL"
-	}
-	return op.String()
-}
-
 // requestDone records a completed request: the member's and the
 // connection's latency, last op and zxid, and the response size. It runs on
 // the connection's processor goroutine.
 func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	s := c.srv
-	s.releaseOutstanding()
+	c.releaseSlot(p)
 	if err != nil || p.start.IsZero() {
 		return
 	}
@@ -235,7 +176,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	write := p.rs != nil
 	if write {
 		s.counters.writes.add(ms)
-	} else if p.op != jute.OpPing && p.op != jute.OpAuth && p.op != jute.OpSASL {
+	} else if !opTable[p.op].untimed {
 		s.counters.reads.add(ms)
 	}
 	s.metrics.request(p.op, write, now.Sub(p.start))
@@ -250,7 +191,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	}
 	st := &c.st
 	st.mu.Lock()
-	st.mu.lop = opAbbrev(p.op)
+	st.mu.lop = lastOpOf(p.op)
 	if p.xid >= 0 {
 		st.mu.lcxid = int64(p.xid)
 	}
@@ -264,65 +205,15 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 }
 
 // treeCounts are the data tree's node, ephemeral and approximate-size
-// figures, kept from applied events so that mntr and srvr cost O(1) on any
-// tree size. They start from one walk of the store (raftsm.View.TreeStats)
-// when first needed and after a snapshot from another replica replaced the
-// state (the walk runs inside a state-machine read, which excludes Applied,
-// so no event is counted twice or missed).
-//
-// The alternative, a cached walk refreshed every few seconds, would hold
-// the state machine's read lock, and so stall every write, for O(nodes)
-// time on each refresh; one walk per start is the smaller cost.
-type treeCounts struct {
-	valid      atomic.Bool
-	nodes      atomic.Int64
-	ephemerals atomic.Int64
-	dataSize   atomic.Int64
-}
-
-// apply counts one applied event; called from cell.Applied.
-func (t *treeCounts) apply(ev *raftsm.Event) {
-	if ev.Kind == raftsm.EventReset {
-		t.valid.Store(false)
-		return
-	}
-	if ev.Kind != raftsm.EventWatch || !t.valid.Load() {
-		return
-	}
-	t.dataSize.Add(ev.Size)
-	var d int64
-	switch ev.Type {
-	case jute.EventNodeCreated:
-		d = 1
-	case jute.EventNodeDeleted:
-		d = -1
-	default:
-		return
-	}
-	t.nodes.Add(d)
-	if ev.Ephemeral {
-		t.ephemerals.Add(d)
-	}
-}
-
-// get returns the counts, walking the store first if they are not known.
+// figures of the member's applied state, which the state machine keeps with
+// every write (raftsm.TreeStats): O(1) on any tree.
 func (c *cell) treeCounts() (nodes, ephemerals, dataSize int64) {
-	t := &c.counts
-	if !t.valid.Load() {
-		_, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-			st, err := v.TreeStats()
-			if err != nil {
-				return nil, err
-			}
-			t.nodes.Store(st.Nodes)
-			t.ephemerals.Store(st.Ephemerals)
-			t.dataSize.Store(st.DataSize)
-			t.valid.Store(true)
-			return nil, nil
-		}))
-		if err != nil {
-			return 0, 0, 0
-		}
+	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		return v.TreeStats()
+	}))
+	if err != nil {
+		return 0, 0, 0
 	}
-	return t.nodes.Load(), t.ephemerals.Load(), t.dataSize.Load()
+	st := v.(raftsm.TreeStats)
+	return st.Nodes, st.Ephemerals, st.DataSize
 }

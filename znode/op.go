@@ -6,14 +6,12 @@ import (
 	"github.com/zkraft/zkraft/jute"
 )
 
-// IsWrite reports whether op is a write that goes through the log.
+// IsWrite reports whether op is a write that goes through the log: a
+// client op that Apply (or Multi) performs. The fact is jute's op table's
+// (jute.OpSpec.Write), so that one table says what each op is.
 func IsWrite(op jute.OpCode) bool {
-	switch op {
-	case jute.OpCreate, jute.OpCreate2, jute.OpCreateContainer, jute.OpCreateTTL,
-		jute.OpDelete, jute.OpSetData, jute.OpSetACL, jute.OpCheck, jute.OpMulti, jute.OpReconfig:
-		return true
-	}
-	return false
+	s, ok := jute.Op(op)
+	return ok && s.Write
 }
 
 // Apply performs one write op against tx and returns its response record

@@ -53,14 +53,6 @@ type Trigger struct {
 	// ACL is the ACL of the node the event is about (the parent for
 	// NodeChildrenChanged): a watcher without READ on it gets no event.
 	ACL []jute.ACL
-	// Size is the change the event's write makes to the tree's
-	// approximate data size (path plus data bytes, ZooKeeper's
-	// DataTree.getNodeSize): + on NodeCreated, - on NodeDeleted, the data
-	// difference on NodeDataChanged. Ephemeral marks the NodeCreated or
-	// NodeDeleted of a session's ephemeral node. Both feed the member's
-	// counters (mntr), not watches.
-	Size      int64
-	Ephemeral bool
 }
 
 // Txn is one transaction: the store it changes, the zxid and time it
@@ -78,12 +70,6 @@ type Txn struct {
 
 func (tx *Txn) trigger(t jute.EventType, path string, acl []jute.ACL) {
 	tx.Triggers = append(tx.Triggers, Trigger{Type: t, Path: path, ACL: acl})
-}
-
-// sized sets the size change and ephemeral mark of the last trigger.
-func (tx *Txn) sized(size int64, ephemeral bool) {
-	t := &tx.Triggers[len(tx.Triggers)-1]
-	t.Size, t.Ephemeral = size, ephemeral
 }
 
 func (tx *Txn) get(path string) (*Node, error) {
@@ -233,7 +219,6 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 		return "", nil, err
 	}
 	tx.trigger(jute.EventNodeCreated, path, n.ACL)
-	tx.sized(int64(len(path)+len(data)), ephemeral)
 	tx.trigger(jute.EventNodeChildrenChanged, parentPath, p.ACL)
 	return path, n, nil
 }
@@ -300,7 +285,6 @@ func (tx *Txn) remove(parentPath string, parent *Node, path string, n *Node) err
 		}
 	}
 	tx.trigger(jute.EventNodeDeleted, path, n.ACL)
-	tx.sized(-int64(len(path)+len(n.Data)), KindOf(n.EphemeralOwner) == OwnerSession)
 	tx.trigger(jute.EventNodeChildrenChanged, parentPath, p.ACL)
 	return nil
 }
@@ -377,7 +361,6 @@ func (tx *Txn) SetData(path string, data []byte, version int32) (*Node, error) {
 		}
 	}
 	tx.trigger(jute.EventNodeDataChanged, path, c.ACL)
-	tx.sized(int64(len(data)-len(n.Data)), false)
 	return c, nil
 }
 

@@ -21,7 +21,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat/zktest"
+	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
 	"github.com/zkraft/zkraft/znode"
@@ -37,7 +37,11 @@ func TestMain(m *testing.M) {
 		main()
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	for _, f := range cleanups {
+		f()
+	}
+	os.Exit(code)
 }
 
 // ensMember is one member of the ensemble: the same ports, zoo.cfg, myid

@@ -1,7 +1,12 @@
-// Command zkraft is the one binary: serve (the default), and later import,
-// export, bench and operator commands.
+// Command zkraft is the one binary:
 //
 //	zkraft [serve] [--config zoo.cfg] [--client-addr 127.0.0.1:2181] [--data-dir ./zkraft-data] ...
+//	zkraft import ...   an Apache ZooKeeper data directory into a stopped zkraft
+//	zkraft export ...   a stopped zkraft as an Apache ZooKeeper data directory
+//	zkraft bench ...    a workload against ZooKeeper-compatible servers
+//	zkraft version
+//
+// zkraft COMMAND -h prints a command's flags.
 package main
 
 import (
@@ -39,10 +44,12 @@ func main() {
 	case "export":
 		err = runExport(args)
 	default:
-		err = fmt.Errorf("unknown command %q (commands: serve, version)", cmd)
+		err = fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames)
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "zkraft:", err)
+		// One line: a library's message may have several (Pebble lists
+		// each missing table on its own line).
+		fmt.Fprintln(os.Stderr, "zkraft:", strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; "))
 		os.Exit(1)
 	}
 }
@@ -79,6 +86,7 @@ func serve(args []string) error {
 // settings that have no effect.
 func serveConfig(args []string, getenv func(string) string) (server.Config, []note, error) {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usageServe); fs.PrintDefaults() }
 	var (
 		configPath = fs.String("config", "", "Apache ZooKeeper zoo.cfg to read, with the -D flags of SERVER_JVMFLAGS/JVMFLAGS from the environment and from java.env or zookeeper-env.sh beside it (flags given explicitly override them)")
 		clientAddr = fs.String("client-addr", "127.0.0.1:2181", "client listener address")
@@ -192,3 +200,17 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 	ops.apply(&cfg, set, *configPath != "")
 	return cfg, notes, nil
 }
+
+// commandNames are the commands main dispatches, for its error message.
+const commandNames = "serve, import, export, bench, version"
+
+const usageServe = `usage: zkraft [serve] [flags]    run a member (the default command)
+       zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
+       zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
+       zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
+       zkraft version            print the version
+
+zkraft COMMAND -h prints a command's flags. The flags of serve (with
+--config, zoo.cfg and the JVM flags are read first and flags given
+explicitly win):
+`

@@ -16,11 +16,10 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 	dbconfig "github.com/lni/dragonboat/v4/config"
-	dblogger "github.com/lni/dragonboat/v4/logger"
 
-	"github.com/zkraft/zkraft/compat"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
+	"github.com/zkraft/zkraft/zkdata"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -205,7 +204,7 @@ func importCmd(out io.Writer, args []string) error {
 	}
 
 	start := time.Now()
-	res, err := compat.Restore(*zkDataDir, *zkLogDir)
+	res, err := zkdata.Restore(*zkDataDir, *zkLogDir)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -214,7 +213,7 @@ func importCmd(out io.Writer, args []string) error {
 	if len(res.DigestMismatches) > 0 {
 		m := res.DigestMismatches[0]
 		err := fmt.Errorf("%w: %d of %d recorded digests differ from the replayed tree, first at zxid %#x (recorded %d, computed %d)",
-			compat.ErrDigestMismatch, len(res.DigestMismatches), res.DigestChecks, m.Zxid, m.Recorded, m.Computed)
+			zkdata.ErrDigestMismatch, len(res.DigestMismatches), res.DigestChecks, m.Zxid, m.Recorded, m.Computed)
 		if !*ignoreDigest {
 			return fmt.Errorf("import: %w (--ignore-digest imports anyway)", err)
 		}
@@ -300,11 +299,11 @@ func lastLoggedZxid(dataDir, logDir string) (int64, error) {
 	if logDir == "" {
 		logDir = dataDir
 	}
-	snapDir, err := compat.VersionDir(dataDir)
+	snapDir, err := zkdata.VersionDir(dataDir)
 	if err != nil {
 		return 0, err
 	}
-	logVDir, err := compat.VersionDir(logDir)
+	logVDir, err := zkdata.VersionDir(logDir)
 	if err != nil {
 		return 0, err
 	}
@@ -333,7 +332,7 @@ func lastLoggedZxid(dataDir, logDir string) (int64, error) {
 	}
 	logs, names := zxids(logVDir, "log")
 	for _, z := range logs {
-		l, err := compat.OpenLog(names[z])
+		l, err := zkdata.OpenLog(names[z])
 		if err != nil {
 			return 0, err
 		}
@@ -433,7 +432,7 @@ func checkNoZkraftState(dataDir, logDir string, shardID, replicaID uint64) error
 	return nil
 }
 
-func printRestore(out io.Writer, dataDir, logDir string, res *compat.Restored) {
+func printRestore(out io.Writer, dataDir, logDir string, res *zkdata.Restored) {
 	if logDir == "" {
 		logDir = dataDir
 	}
@@ -489,9 +488,9 @@ func hexList(ids []int64) string {
 }
 
 // importedState is a restored ZooKeeper tree as raftsm imports it.
-func importedState(t *compat.Tree) *raftsm.ImportedState {
+func importedState(t *zkdata.Tree) *raftsm.ImportedState {
 	st := &raftsm.ImportedState{Zxid: t.Zxid}
-	_ = t.Walk(func(path string, n *compat.Node) error {
+	_ = t.Walk(func(path string, n *zkdata.Node) error {
 		st.Nodes = append(st.Nodes, raftsm.ImportedNode{Path: path, Node: n.ZNode()})
 		return nil
 	})
@@ -504,8 +503,8 @@ func importedState(t *compat.Tree) *raftsm.ImportedState {
 
 // treeOf is zkraft's state as a ZooKeeper tree: without zkraft's feature
 // node, which ZooKeeper does not have.
-func treeOf(st *raftsm.ImportedState) (*compat.Tree, error) {
-	t := compat.NewTree()
+func treeOf(st *raftsm.ImportedState) (*zkdata.Tree, error) {
+	t := zkdata.NewTree()
 	t.Zxid = st.Zxid
 	for _, n := range st.Nodes {
 		if n.Path == znode.FeaturesPath {
@@ -523,7 +522,7 @@ func treeOf(st *raftsm.ImportedState) (*compat.Tree, error) {
 
 // verifyImport reads the written store back and compares it with the
 // restored ZooKeeper tree.
-func verifyImport(out io.Writer, res *compat.Restored, stateDir string, shardID, replicaID uint64) error {
+func verifyImport(out io.Writer, res *zkdata.Restored, stateDir string, shardID, replicaID uint64) error {
 	back, err := raftsm.ExportState(stateDir, shardID, replicaID)
 	if err != nil {
 		return fmt.Errorf("verify: %w", err)
@@ -551,7 +550,7 @@ func verifyImport(out io.Writer, res *compat.Restored, stateDir string, shardID,
 	if back.Zxid != raftsm.NextEpoch(want.Zxid) {
 		problems = append(problems, fmt.Sprintf("zxid %#x, want %#x", back.Zxid, raftsm.NextEpoch(want.Zxid)))
 	}
-	diffs := compat.Compare(want, got, 50)
+	diffs := zkdata.Compare(want, got, 50)
 	for _, d := range diffs {
 		fmt.Fprintf(out, "verify: differs: %s\n", d)
 	}
@@ -629,7 +628,7 @@ func exportCmd(out io.Writer, args []string) error {
 		fs.Usage()
 		return errors.New("export: --data-dir and --zk-data-dir (or --config) are required")
 	}
-	comp, err := compat.ParseCompression(*compression)
+	comp, err := zkdata.ParseCompression(*compression)
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
@@ -668,19 +667,19 @@ func exportCmd(out io.Writer, args []string) error {
 		fmt.Fprintf(out, "zkraft export: dry run: %v; zxid %#x%s; export id %s; nothing written\n", t.Counts(), t.Zxid, progress, id)
 		return nil
 	}
-	ex, err := compat.WriteDataDir(*zkDataDir, *zkLogDir, t, comp)
-	if errors.Is(err, compat.ErrExists) {
+	ex, err := zkdata.WriteDataDir(*zkDataDir, *zkLogDir, t, comp)
+	if errors.Is(err, zkdata.ErrExists) {
 		return fmt.Errorf("export: %w (move the old ZooKeeper version-2 directory aside first: ZooKeeper must not mix it with the export)", err)
 	}
 	if err != nil {
 		return fmt.Errorf("export: %w", err)
 	}
 	// Read what we wrote as ZooKeeper will.
-	back, err := compat.Restore(*zkDataDir, *zkLogDir)
+	back, err := zkdata.Restore(*zkDataDir, *zkLogDir)
 	if err != nil {
 		return fmt.Errorf("export: reading back %s: %w", ex.Snapshot, err)
 	}
-	if d := compat.Compare(t, back.Tree, 10); len(d) > 0 || back.Tree.Zxid != t.Zxid {
+	if d := zkdata.Compare(t, back.Tree, 10); len(d) > 0 || back.Tree.Zxid != t.Zxid {
 		return fmt.Errorf("export: %s does not read back as written: %s", ex.Snapshot, strings.Join(d, "; "))
 	}
 	fmt.Fprintf(out, "zkraft export: wrote %s and %s in %v: %v; zxid %#x%s; digest %d; export id %s\n",
@@ -691,9 +690,7 @@ func exportCmd(out io.Writer, args []string) error {
 // startReplica starts the replica of cfg with no client listener and no
 // session expiry.
 func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragonboat.NodeHost, error) {
-	for _, name := range []string{"raft", "rsm", "transport", "grpc", "dragonboat", "logdb", "raftpb", "config", "settings", "tan", "registry"} {
-		dblogger.GetLogger(name).SetLevel(dblogger.ERROR)
-	}
+	server.QuietRaftLogs()
 	nhc := server.NodeHostConfig(cfg)
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {

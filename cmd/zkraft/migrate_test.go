@@ -18,16 +18,16 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat"
-	"github.com/zkraft/zkraft/compat/zktest"
+	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
 	"github.com/zkraft/zkraft/session"
+	"github.com/zkraft/zkraft/zkdata"
 	"github.com/zkraft/zkraft/znode"
 )
 
-const fixtures = "../../compat/testdata/zk"
+const fixtures = "../../zkdata/testdata/zk"
 
 func fixtureArgs(name string) []string {
 	args := []string{"--zk-data-dir", filepath.Join(fixtures, name, "data")}
@@ -81,7 +81,7 @@ func TestImportBadInput(t *testing.T) {
 		want  error
 		text  string
 	}{
-		{"not a data dir", func(t *testing.T) string { return t.TempDir() }, compat.ErrNotDataDir, "no version-2"},
+		{"not a data dir", func(t *testing.T) string { return t.TempDir() }, zkdata.ErrNotDataDir, "no version-2"},
 		{"corrupt log entry", func(t *testing.T) string {
 			d := copyFixture(t)
 			p := newestLog(t, d)
@@ -89,7 +89,7 @@ func TestImportBadInput(t *testing.T) {
 			b[40] ^= 0xff // inside the first entry
 			os.WriteFile(p, b, 0o644)
 			return d
-		}, compat.ErrChecksum, "offset 16"},
+		}, zkdata.ErrChecksum, "offset 16"},
 		{"wrong log magic", func(t *testing.T) string {
 			d := copyFixture(t)
 			p := newestLog(t, d)
@@ -97,7 +97,7 @@ func TestImportBadInput(t *testing.T) {
 			copy(b, "JUNK")
 			os.WriteFile(p, b, 0o644)
 			return d
-		}, compat.ErrBadMagic, "log."},
+		}, zkdata.ErrBadMagic, "log."},
 		{"unknown snapshot version", func(t *testing.T) string {
 			d := copyFixture(t)
 			m, _ := filepath.Glob(filepath.Join(d, "version-2", "snapshot.*"))
@@ -107,7 +107,7 @@ func TestImportBadInput(t *testing.T) {
 				os.WriteFile(p, b, 0o644)
 			}
 			return d
-		}, compat.ErrUnsupported, "snapshot version 3"},
+		}, zkdata.ErrUnsupported, "snapshot version 3"},
 		{"logs without snapshot", func(t *testing.T) string {
 			d := copyFixture(t)
 			m, _ := filepath.Glob(filepath.Join(d, "version-2", "snapshot.*"))
@@ -115,7 +115,7 @@ func TestImportBadInput(t *testing.T) {
 				os.Remove(p)
 			}
 			return d
-		}, compat.ErrNoSnapshot, "transaction logs"},
+		}, zkdata.ErrNoSnapshot, "transaction logs"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -528,21 +528,21 @@ func TestImportConfigAndExportStore(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "raft")); err == nil {
 		t.Errorf("export of a never-served store started Raft")
 	}
-	src, err := compat.Restore(dir, "")
+	src, err := zkdata.Restore(dir, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	back, err := compat.Restore(out, "")
+	back, err := zkdata.Restore(out, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := compat.Compare(src.Tree, back.Tree, 10); len(d) > 0 {
+	if d := zkdata.Compare(src.Tree, back.Tree, 10); len(d) > 0 {
 		t.Errorf("export differs from the source: %v", d)
 	}
 	if back.Tree.Zxid != raftsm.NextEpoch(src.Tree.Zxid) {
 		t.Errorf("exported zxid %#x", back.Tree.Zxid)
 	}
-	if err := exportCmd(io.Discard, []string{"--config", cfg, "--zk-data-dir", out}); !errors.Is(err, compat.ErrExists) {
+	if err := exportCmd(io.Discard, []string{"--config", cfg, "--zk-data-dir", out}); !errors.Is(err, zkdata.ErrExists) {
 		t.Errorf("export over an exported dir: %v", err)
 	}
 }
@@ -583,7 +583,7 @@ func TestImportDigestMismatch(t *testing.T) {
 	os.WriteFile(p, b, 0o644)
 
 	err = importCmd(io.Discard, []string{"--zk-data-dir", dir, "--data-dir", t.TempDir()})
-	if !errors.Is(err, compat.ErrDigestMismatch) {
+	if !errors.Is(err, zkdata.ErrDigestMismatch) {
 		t.Fatalf("got %v, want a digest mismatch", err)
 	}
 	t.Logf("error: %v", err)

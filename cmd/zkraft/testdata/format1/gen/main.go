@@ -23,7 +23,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
-	"github.com/zkraft/zkraft/compat/zktest"
+	"github.com/zkraft/zkraft/internal/zktest"
 )
 
 func main() {

@@ -1,0 +1,27 @@
+package raftsm
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/cockroachdb/pebble"
+)
+
+// StoreOptions are the Pebble options Open opens a store with, for a
+// caller that opens it read-only first (to check it).
+func StoreOptions() *pebble.Options { return pebbleOptions(nil) }
+
+// StoredApplied is the applied index Open would report for the store db
+// holds: 0 for a store that was never opened by a replica. The member reads
+// it from a read-only open of a stopped member's store, to compare it with
+// the Raft log before Dragonboat opens the store for writing.
+func StoredApplied(db *pebble.DB) (uint64, error) {
+	v, err := getValue(db, keyApplied)
+	if err != nil || v == nil {
+		return 0, err
+	}
+	if len(v) != 8 {
+		return 0, fmt.Errorf("%w: applied index of %d bytes", ErrBadSnapshot, len(v))
+	}
+	return binary.BigEndian.Uint64(v), nil
+}

@@ -217,16 +217,20 @@ func splitNodeValue(v []byte) (pathLen int, rec []byte, err error) {
 }
 
 // nodeTail reads from a stored node only the fields of the fixed-size end
-// of its record (Czxid to NumChildren): what Put needs of the node it
-// replaces. Data and ACL are left empty.
-func nodeTail(v []byte) (znode.Node, error) {
+// of its record (Czxid to NumChildren) and the length of its data: what
+// Put needs of the node it replaces. Data and ACL are left empty.
+func nodeTail(v []byte) (znode.Node, int64, error) {
 	_, rec, err := splitNodeValue(v)
 	if err != nil {
-		return znode.Node{}, err
+		return znode.Node{}, 0, err
 	}
 	const tail = 5*8 + 3*4 + 8 + 4
 	if len(rec) < nodeRecordBytes || binary.BigEndian.Uint32(rec) != 1 {
-		return znode.Node{}, fmt.Errorf("%w: stored node of %d bytes", znode.ErrCorruptNode, len(rec))
+		return znode.Node{}, 0, fmt.Errorf("%w: stored node of %d bytes", znode.ErrCorruptNode, len(rec))
+	}
+	dlen, err := dataLen(rec)
+	if err != nil {
+		return znode.Node{}, 0, err
 	}
 	t := rec[len(rec)-tail:]
 	long := func(off int) int64 { return int64(binary.BigEndian.Uint64(t[off:])) }
@@ -235,7 +239,7 @@ func nodeTail(v []byte) (znode.Node, error) {
 		Czxid: long(0), Mzxid: long(8), Pzxid: long(16), Ctime: long(24), Mtime: long(32),
 		Version: i32(40), Cversion: i32(44), Aversion: i32(48),
 		EphemeralOwner: long(52), NumChildren: i32(60),
-	}, nil
+	}, dlen, nil
 }
 
 func decodeNodeValue(v []byte) (*znode.Node, error) {
@@ -468,14 +472,16 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 		return err
 	}
 	var old *znode.Node
+	var oldDataLen int64
 	if oldRaw != nil {
-		// Only the fields at the record's fixed-size tail are needed of
-		// the old node: no need to decode its ACL.
-		tail, err := nodeTail(oldRaw)
+		// Only the fields at the record's fixed-size tail and the length
+		// of its data are needed of the old node: no need to decode its
+		// ACL or copy its data.
+		tail, dlen, err := nodeTail(oldRaw)
 		if err != nil {
 			return err
 		}
-		old = &tail
+		old, oldDataLen = &tail, dlen
 	}
 	v := nodeValue(path, n)
 	if err := kv.set(nodeKeyOf(&parent, &self, name), v, oldRaw); err != nil {
@@ -487,7 +493,7 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 			kv.stats.Nodes++
 			kv.stats.DataSize += int64(len(path))
 		} else {
-			kv.stats.DataSize -= int64(len(old.Data))
+			kv.stats.DataSize -= oldDataLen
 		}
 		kv.stats.DataSize += int64(len(n.Data))
 	}

@@ -37,16 +37,19 @@ func TestNodeValueSizedExactly(t *testing.T) {
 func TestNodeTail(t *testing.T) {
 	n := &znode.Node{Data: []byte("data"), ACL: znode.OpenACL, Czxid: 1, Mzxid: 2, Pzxid: 3, Ctime: 4, Mtime: 5,
 		Version: 6, Cversion: 7, Aversion: 8, EphemeralOwner: -9, NumChildren: 10}
-	got, err := nodeTail(nodeValue("/p", n))
+	got, dlen, err := nodeTail(nodeValue("/p", n))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if dlen != int64(len(n.Data)) {
+		t.Fatalf("nodeTail data length %d, want %d", dlen, len(n.Data))
 	}
 	want := *n
 	want.Data, want.ACL = nil, nil
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("nodeTail = %+v, want %+v", got, want)
 	}
-	if _, err := nodeTail(nodeValue("/p", n)[:20]); err == nil {
+	if _, _, err := nodeTail(nodeValue("/p", n)[:20]); err == nil {
 		t.Fatal("a short value read without error")
 	}
 }

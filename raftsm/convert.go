@@ -108,7 +108,7 @@ func convertIfOld(db *pebble.DB) error {
 		b.Close()
 		return err
 	}
-	return commitDurable(db, b)
+	return b.Commit(pebble.Sync)
 }
 
 // scanPrefix calls fn for every key with prefix lo, in order.

@@ -48,12 +48,12 @@ func copyStore(t *testing.T, from, to string) {
 	}
 }
 
-// TestCrashedStoreOpensAtTheLastSync: the store keeps no WAL (the Raft
-// log is its WAL, liveOptions). A store killed after some Updates that
-// were not synced opens whole (its digest adds up) at an applied index no
-// lower than the last Sync and no higher than the last Update, and
-// applying the log's entries after that index, as Dragonboat does, gives
-// exactly the store that was not killed.
+// TestCrashedStoreOpensAtTheLastSync: Update commits without a sync, so a
+// store killed after some Updates may have lost the last of them (Pebble
+// holds the WAL's last block in memory). It must open whole (its digest
+// adds up) at an applied index no lower than the last Sync and no higher
+// than the last Update, and applying the log's entries after that index,
+// as Dragonboat does, must give exactly the store that was not killed.
 func TestCrashedStoreOpensAtTheLastSync(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	var log []sm.Entry // every entry applied, as the Raft log keeps them
@@ -107,7 +107,7 @@ func TestCrashedStoreOpensAtTheLastSync(t *testing.T) {
 		t.Fatalf("after replaying the log, the crashed store differs:\n got %d keys\nwant %d keys", len(got), len(want))
 	}
 
-	// A clean close flushes: the store opens at its last Update.
+	// A clean close keeps everything: the store opens at its last Update.
 	if idx := h.reopen(); idx != last {
 		t.Fatalf("after Close, Open returned %d, want %d", idx, last)
 	}

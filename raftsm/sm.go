@@ -2,7 +2,6 @@ package raftsm
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -176,7 +175,7 @@ const childCacheBytes = 16 << 20
 // path it creates, which is usually absent.
 func pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{
-		MemTableSize: memTableBytes,
+		MemTableSize: 32 << 20,
 		Cache:        cache,
 	}
 	// One entry: Pebble derives the deeper levels from the last one given
@@ -185,54 +184,13 @@ func pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	return o
 }
 
-// memTableBytes is the size of the store's memtable.
-const memTableBytes = 32 << 20
-
-// liveOptions are the options of a replica's own store: pebbleOptions
-// without Pebble's write-ahead log. The Raft log is the state machine's
-// write-ahead log: what Update wrote and a crash lost from the memtable,
-// Dragonboat applies again from the log, which it keeps past the index
-// Open reports. That holds because
-//
-//   - every Update is one batch holding its data, the applied index and the
-//     digest, and a batch lands in one memtable, which Pebble flushes whole
-//     and in order; so the tables on disk always hold the whole state of
-//     some applied index, and Open reports that index;
-//   - Dragonboat compacts the log only below a snapshot, and before it
-//     records a snapshot of an on-disk state machine (rsm's concurrentSave:
-//     prepare, then sync, then the dummy snapshot at the prepared index) or
-//     after it recovers one streamed from a peer (node.recover) it calls
-//     Sync, which flushes the memtables: the store is durable at or above
-//     every index below which the log may be compacted, and at or above the
-//     index of every snapshot recorded (which a restart takes as applied).
-//
-// Each write thus reaches the disk once less (no WAL write, no WAL
-// bytes in the page cache to write back) and commits do no WAL work.
-// Writes that must be durable by themselves (the initial tree, a
-// recovered snapshot, a conversion) flush (commitDurable).
-func liveOptions(cache *pebble.Cache) *pebble.Options {
-	o := pebbleOptions(cache)
-	o.DisableWAL = true
-	return o
-}
-
-// commitDurable commits b and makes it durable whether or not db has a
-// WAL: with one, a synced commit; without, a flush of the memtables.
-func commitDurable(db *pebble.DB, b *pebble.Batch) error {
-	if err := b.Commit(pebble.NoSync); err != nil {
-		return err
-	}
-	return db.Flush()
-}
-
-// Open opens or creates the store and returns the applied index: with no
-// WAL, the index of the state its tables hold (liveOptions).
+// Open opens or creates the store and returns the applied index.
 func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
 	cache := pebble.NewCache(s.cacheBytes)
-	db, err := pebble.Open(s.dir, liveOptions(cache))
+	db, err := pebble.Open(s.dir, pebbleOptions(cache))
 	if err != nil {
 		cache.Unref()
 		return 0, fmt.Errorf("raftsm: open %s: %w", s.dir, err)
@@ -323,7 +281,7 @@ func initTree(db *pebble.DB) error {
 	if err := putFormat(b); err != nil {
 		return err
 	}
-	return commitDurable(db, b)
+	return b.Commit(pebble.Sync)
 }
 
 func putFormat(w writer) error { return w.Set(keyFormat, []byte{formatVersion}, nil) }
@@ -573,18 +531,14 @@ func (s *StateMachine) snapshotView() (View, func(), error) {
 	}, nil
 }
 
-// Sync makes everything applied so far durable: it flushes the memtables
-// (the store has no WAL, see liveOptions). Dragonboat calls it before it
-// records a snapshot and so before it compacts the log, after it recovers
-// a streamed snapshot, and every few minutes; it holds its own lock over
-// the call, so no Update runs meanwhile.
+// Sync makes everything applied so far durable.
 func (s *StateMachine) Sync() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.mu.db == nil {
 		return ErrClosed
 	}
-	return s.mu.db.Flush()
+	return s.mu.db.LogData(nil, pebble.Sync)
 }
 
 // Close closes the store once the reads running on it have ended.
@@ -596,10 +550,7 @@ func (s *StateMachine) Close() error {
 	if s.mu.db == nil {
 		return nil
 	}
-	// Without a WAL a close would drop the memtables; the log has their
-	// entries, but a restart that does not replay them is faster.
-	err := s.mu.db.Flush()
-	err = errors.Join(err, s.mu.db.Close())
+	err := s.mu.db.Close()
 	s.mu.cache.Unref()
 	s.mu.db, s.mu.cache = nil, nil
 	return err

@@ -162,7 +162,7 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		b.Close()
 		return err
 	}
-	if err := commitDurable(db, b); err != nil {
+	if err := b.Commit(pebble.Sync); err != nil {
 		return err
 	}
 	if err := convertIfOld(db); err != nil {

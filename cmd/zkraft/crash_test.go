@@ -28,11 +28,11 @@ func TestCrashKeepsAcknowledgedWrites(t *testing.T) {
 }
 
 // TestCrashKeepsAcknowledgedWritesAcrossSnapshots is the same with a Raft
-// snapshot every 100 entries (snapCount=100): the state store has no WAL,
-// so each snapshot flushes its memtable (Sync) before Dragonboat compacts
-// the log, and the kills land between flushes, with the log already
-// compacted below the last one. What the store lost from its memtable must
-// come back from the log.
+// snapshot every 100 entries (snapCount=100): Dragonboat syncs the state
+// store before it records each snapshot and then compacts the log below
+// it, so the kills land with the log already compacted past entries the
+// store holds only as far as its last Sync; what the store did not make
+// durable must come back from the part of the log that is left.
 func TestCrashKeepsAcknowledgedWritesAcrossSnapshots(t *testing.T) {
 	crashRounds(t, "snapCount=100")
 }

@@ -31,6 +31,36 @@ import (
 //
 // LogDir is DataDir unless dataLogDir is set. zkraft keeps its own metadata
 // (applied index, zxid, import record) as keys of the state machine's store.
+// DataDirs names these places; the server and the offline commands
+// (import, export) take every path from it.
+
+// DataDirs is a member's data directory and log directory (dataDir and
+// dataLogDir; an empty Log is Data), and the places zkraft keeps in them.
+type DataDirs struct{ Data, Log string }
+
+// DataDirsOf is cfg's data directories.
+func DataDirsOf(cfg Config) DataDirs { return DataDirs{Data: cfg.DataDir, Log: cfg.LogDir} }
+
+// Raft is Dragonboat's NodeHost directory: its flag files, the Raft log
+// store and the snapshots.
+func (d DataDirs) Raft() string { return filepath.Join(d.Data, "raft") }
+
+// RaftWAL is the directory of the Raft log store's WAL.
+func (d DataDirs) RaftWAL() string {
+	log := d.Log
+	if log == "" {
+		log = d.Data
+	}
+	return filepath.Join(log, "raft-wal")
+}
+
+// State is the directory under which the state machine keeps its stores.
+func (d DataDirs) State() string { return filepath.Join(d.Data, "state") }
+
+// StateStore is the state machine's store of one replica.
+func (d DataDirs) StateStore(shardID, replicaID uint64) string {
+	return raftsm.StoreDir(d.State(), shardID, replicaID)
+}
 
 // damageAdvice ends the error of a member that refuses a damaged data
 // directory: what the operator does.

@@ -152,3 +152,23 @@ func TestDamagedDataDirInProcess(t *testing.T) {
 		t.Fatalf("/kept after the restarts: %q, %v", data, err)
 	}
 }
+
+// TestDataDirs: the layout type names the places New, NodeHostConfig and
+// ReplicaConfig use.
+func TestDataDirs(t *testing.T) {
+	d := DataDirs{Data: "/d"}
+	if d.Raft() != "/d/raft" || d.RaftWAL() != "/d/raft-wal" || d.State() != "/d/state" ||
+		d.StateStore(1, 2) != raftsm.StoreDir("/d/state", 1, 2) {
+		t.Errorf("%+v: %s %s %s %s", d, d.Raft(), d.RaftWAL(), d.State(), d.StateStore(1, 2))
+	}
+	cfg := Config{DataDir: "/d", LogDir: "/l", RaftAddr: "127.0.0.1:1", ShardID: 1, ReplicaID: 2}
+	d = DataDirsOf(cfg)
+	if d.RaftWAL() != "/l/raft-wal" || d.Raft() != "/d/raft" {
+		t.Errorf("with a log dir: %s %s", d.Raft(), d.RaftWAL())
+	}
+	nhc := NodeHostConfig(cfg)
+	_, smCfg := ReplicaConfig(cfg, nil)
+	if nhc.NodeHostDir != d.Raft() || nhc.WALDir != d.RaftWAL() || smCfg.Dir != d.State() {
+		t.Errorf("NodeHostConfig %s %s, ReplicaConfig %s; want %s %s %s", nhc.NodeHostDir, nhc.WALDir, smCfg.Dir, d.Raft(), d.RaftWAL(), d.State())
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -102,7 +101,7 @@ func New(cfg Config) (*Server, error) {
 	nhc := NodeHostConfig(cfg)
 	nhc.RaftEventListener = ll
 	s.tuneNodeHost(&nhc)
-	stateStore := raftsm.StoreDir(filepath.Join(cfg.DataDir, "state"), cfg.ShardID, cfg.ReplicaID)
+	stateStore := DataDirsOf(cfg).StateStore(cfg.ShardID, cfg.ReplicaID)
 	rep, err := checkDataDir(nhc, stateStore, s.log)
 	if err != nil {
 		return nil, err
@@ -231,7 +230,7 @@ func New(cfg Config) (*Server, error) {
 // the same rules. sink receives the applied events (nil: nobody).
 func ReplicaConfig(cfg Config, sink raftsm.EventSink) (dbconfig.Config, raftsm.Config) {
 	smCfg := raftsm.Config{
-		Dir:             filepath.Join(cfg.DataDir, "state"),
+		Dir:             DataDirsOf(cfg).State(),
 		Options:         znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
 		Sink:            sink,
 		HistoryMax:      cfg.HistoryMax,
@@ -469,13 +468,10 @@ var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 // standalone cfg without a RaftAddr gets the transport that listens on
 // nothing, and the address its data directory recorded (transport.go).
 func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
-	logDir := cfg.LogDir
-	if logDir == "" {
-		logDir = cfg.DataDir
-	}
+	dirs := DataDirsOf(cfg)
 	nhc := dbconfig.NodeHostConfig{
-		NodeHostDir:    filepath.Join(cfg.DataDir, "raft"),
-		WALDir:         filepath.Join(logDir, "raft-wal"),
+		NodeHostDir:    dirs.Raft(),
+		WALDir:         dirs.RaftWAL(),
 		RTTMillisecond: uint64(cfg.RTT / time.Millisecond),
 		RaftAddress:    cfg.RaftAddr,
 		Expert:         dbconfig.GetDefaultExpertConfig(),

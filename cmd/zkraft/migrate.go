@@ -247,7 +247,7 @@ func importCmd(out io.Writer, args []string) error {
 
 	st := importedState(res.Tree)
 	st.Source = src
-	stateDir := filepath.Join(*dataDir, "state")
+	stateDir := server.DataDirs{Data: *dataDir}.State()
 	if err := raftsm.ImportState(stateDir, *shardID, *replicaID, st); err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
@@ -262,14 +262,14 @@ func importCmd(out io.Writer, args []string) error {
 
 // showImport prints what a member's store was imported from.
 func showImport(out io.Writer, dataDir string, shardID, replicaID uint64) error {
-	stateDir := filepath.Join(dataDir, "state")
-	src, err := raftsm.ReadImportSource(stateDir, shardID, replicaID)
+	dirs := server.DataDirs{Data: dataDir}
+	src, err := raftsm.ReadImportSource(dirs.State(), shardID, replicaID)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
-	store := raftsm.StoreDir(stateDir, shardID, replicaID)
+	store := dirs.StateStore(shardID, replicaID)
 	served := "never served"
-	if _, err := os.Stat(filepath.Join(dataDir, "raft")); err == nil {
+	if _, err := os.Stat(dirs.Raft()); err == nil {
 		served = "served since"
 	}
 	if src == nil {
@@ -371,15 +371,15 @@ func checkServeImported(cfg *server.Config, logger *slog.Logger) error {
 		return nil
 	}
 	shard, replica := max(cfg.ShardID, 1), max(cfg.ReplicaID, 1)
-	stateDir := filepath.Join(cfg.DataDir, "state")
-	store := raftsm.StoreDir(stateDir, shard, replica)
-	_, err := os.Stat(filepath.Join(cfg.DataDir, "raft"))
+	dirs := server.DataDirsOf(*cfg)
+	store := dirs.StateStore(shard, replica)
+	_, err := os.Stat(dirs.Raft())
 	served := err == nil
 	if _, err := os.Stat(store); err == nil {
 		if served {
 			return nil
 		}
-		src, err := raftsm.ReadImportSource(stateDir, shard, replica)
+		src, err := raftsm.ReadImportSource(dirs.State(), shard, replica)
 		if err != nil || src == nil {
 			return nil // the server reports what is wrong with the store
 		}
@@ -411,14 +411,8 @@ func checkServeImported(cfg *server.Config, logger *slog.Logger) error {
 // state: a state store for the replica, or a Raft log (whose entries would
 // be replayed onto the imported tree).
 func checkNoZkraftState(dataDir, logDir string, shardID, replicaID uint64) error {
-	if logDir == "" {
-		logDir = dataDir
-	}
-	paths := []string{
-		raftsm.StoreDir(filepath.Join(dataDir, "state"), shardID, replicaID),
-		filepath.Join(dataDir, "raft"),
-		filepath.Join(logDir, "raft-wal"),
-	}
+	dirs := server.DataDirs{Data: dataDir, Log: logDir}
+	paths := []string{dirs.StateStore(shardID, replicaID), dirs.Raft(), dirs.RaftWAL()}
 	for _, p := range paths {
 		entries, err := os.ReadDir(p)
 		if err == nil && len(entries) > 0 {
@@ -632,10 +626,11 @@ func exportCmd(out io.Writer, args []string) error {
 		return fmt.Errorf("export: %w", err)
 	}
 	start := time.Now()
-	stateDir := filepath.Join(*dataDir, "state")
+	dirs := server.DataDirs{Data: *dataDir, Log: *dataLogDir}
+	stateDir := dirs.State()
 	var st *raftsm.ImportedState
 	progress := ""
-	if _, err := os.Stat(filepath.Join(*dataDir, "raft")); err == nil {
+	if _, err := os.Stat(dirs.Raft()); err == nil {
 		cfg := server.Config{DataDir: *dataDir, LogDir: *dataLogDir, RaftAddr: *raftAddr, ShardID: *shardID, ReplicaID: *replicaID}
 		if err := cfg.Validate(); err != nil {
 			return fmt.Errorf("export: %w", err)

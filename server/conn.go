@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -292,8 +291,6 @@ func formatHex(v uint64) string {
 	return string(b[i:])
 }
 
-var errFrameLength = errors.New("server: frame length out of range")
-
 // readFrame reads one length-prefixed frame, the first four bytes already
 // read into lenBuf when prefix is set.
 func (c *conn) readFrame(prefix []byte) ([]byte, error) {
@@ -303,10 +300,10 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 	} else if err := c.in.readFull(lenBuf[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
-	if n < 0 || int(n) > c.srv.cfg.MaxBuffer {
+	n, err := jute.FrameLength(lenBuf, c.srv.cfg.MaxBuffer)
+	if err != nil {
 		c.srv.counters.largeRequestsRejected.Add(1)
-		return nil, errFrameLength
+		return nil, err
 	}
 	buf := make([]byte, n)
 	if err := c.in.readFull(buf); err != nil {

@@ -153,8 +153,8 @@ func (b consoleBackend) Members() console.Members {
 	if lag, ok := s.applyLag(); ok {
 		m.Lag = int64(lag)
 	}
-	if v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) { return v.AppliedIndex() })); err == nil {
-		m.Applied = v.(uint64)
+	if applied, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (uint64, error) { return v.AppliedIndex() }); err == nil {
+		m.Applied = applied
 	}
 	members := s.cfg.Members
 	if s.standalone() {

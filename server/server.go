@@ -128,25 +128,7 @@ func New(cfg Config) (*Server, error) {
 	c.rep = &raftReplica{nh: nh, shardID: cfg.ShardID, srv: s, cell: c}
 	s.cell = c
 	ll.s.Store(s)
-	smCfg := raftsm.Config{
-		Dir:             filepath.Join(cfg.DataDir, "state"),
-		Options:         znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
-		Sink:            c,
-		HistoryMax:      cfg.HistoryMax,
-		HistoryMaxAge:   int64(cfg.HistoryMaxAge / time.Millisecond),
-		BlockCacheBytes: cfg.BlockCacheBytes,
-	}
-	rc := dbconfig.Config{
-		ShardID:            cfg.ShardID,
-		ReplicaID:          cfg.ReplicaID,
-		CheckQuorum:        true,
-		PreVote:            true,
-		ElectionRTT:        cfg.ElectionRTT,
-		HeartbeatRTT:       cfg.HeartbeatRTT,
-		SnapshotEntries:    cfg.SnapshotEntries,
-		CompactionOverhead: cfg.SnapshotEntries / 5,
-		MaxInMemLogSize:    256 << 20,
-	}
+	rc, smCfg := ReplicaConfig(cfg, c)
 	members := map[uint64]dragonboat.Target{}
 	join := false
 	if len(cfg.Members) == 0 {
@@ -240,6 +222,34 @@ func New(cfg Config) (*Server, error) {
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
 	return s, nil
+}
+
+// ReplicaConfig is the Raft configuration and the state machine
+// configuration of cfg's replica (cfg with its defaults applied): New
+// starts the replica with them, and so do the offline commands (export)
+// that start it without serving clients, so that both apply the log under
+// the same rules. sink receives the applied events (nil: nobody).
+func ReplicaConfig(cfg Config, sink raftsm.EventSink) (dbconfig.Config, raftsm.Config) {
+	smCfg := raftsm.Config{
+		Dir:             filepath.Join(cfg.DataDir, "state"),
+		Options:         znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
+		Sink:            sink,
+		HistoryMax:      cfg.HistoryMax,
+		HistoryMaxAge:   int64(cfg.HistoryMaxAge / time.Millisecond),
+		BlockCacheBytes: cfg.BlockCacheBytes,
+	}
+	rc := dbconfig.Config{
+		ShardID:            cfg.ShardID,
+		ReplicaID:          cfg.ReplicaID,
+		CheckQuorum:        true,
+		PreVote:            true,
+		ElectionRTT:        cfg.ElectionRTT,
+		HeartbeatRTT:       cfg.HeartbeatRTT,
+		SnapshotEntries:    cfg.SnapshotEntries,
+		CompactionOverhead: cfg.SnapshotEntries / 5,
+		MaxInMemLogSize:    256 << 20,
+	}
+	return rc, smCfg
 }
 
 // newServer is a member's state before it has a replica or a listener:

@@ -37,6 +37,15 @@ type localProposal struct {
 	err  error
 }
 
+func (p *localProposal) ready() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
 func (p *localProposal) wait(done <-chan struct{}) (*raftsm.Reply, error) {
 	select {
 	case <-p.done:

@@ -437,9 +437,6 @@ func (s *Server) Close() error {
 // lastZxid is the last zxid applied on this member.
 func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
 
-// superAuth reads everything, for the server's own bookkeeping.
-var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
-
 // NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data
 // dirs and Raft address, for the server and for the offline commands
 // (export) that start its replica. cfg must have its defaults applied. A

@@ -512,7 +512,7 @@ func (s *zkSettings) applySystemProperties(cfg *server.Config) error {
 		}
 	}
 
-	if s.propBool("zookeeper.datadir.autocreate", true) == false {
+	if !s.propBool("zookeeper.datadir.autocreate", true) {
 		if err := checkDataDirsExist(cfg); err != nil {
 			return err
 		}

@@ -60,6 +60,9 @@ func serve(args []string) error {
 		return err
 	}
 	logger := cfg.Logger
+	if addr := os.Getenv(pprofEnv); addr != "" {
+		startPprof(addr, logger)
+	}
 	for _, n := range notes {
 		n.log(logger)
 	}

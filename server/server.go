@@ -17,6 +17,7 @@ import (
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -30,7 +31,13 @@ type Server struct {
 	nh  *dragonboat.NodeHost
 	ln  net.Listener
 
-	cell *cell // the one namespace served on the client listener
+	cell  *cell        // the default cell, served on the client listener
+	fleet *fleetMember // the system shard and the other cells hosted here (fleet.go)
+
+	// cellsMu guards cellsByShard: every cell with a replica on the
+	// NodeHost, the default one too, for Dragonboat's events.
+	cellsMu      sync.Mutex
+	cellsByShard map[uint64]*cell
 
 	started time.Time
 	stats   stats
@@ -71,9 +78,39 @@ type stats struct {
 type leaderListener struct{ s atomic.Pointer[Server] }
 
 func (l *leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
-	if s := l.s.Load(); s != nil && s.cell != nil && info.ShardID == s.cell.shardID {
-		s.cell.leaderUpdated(info)
+	s := l.s.Load()
+	if s == nil {
+		return
 	}
+	if info.ShardID == fleet.SystemShardID {
+		s.fleet.leaderID.Store(info.LeaderID)
+		return
+	}
+	if c := s.cellOfShard(info.ShardID); c != nil {
+		c.leaderUpdated(info)
+	}
+}
+
+// registerCell makes c hear its shard's Dragonboat events; before its
+// replica starts.
+func (s *Server) registerCell(c *cell) {
+	s.cellsMu.Lock()
+	s.cellsByShard[c.shardID] = c
+	s.cellsMu.Unlock()
+}
+
+func (s *Server) unregisterCell(c *cell) {
+	s.cellsMu.Lock()
+	if s.cellsByShard[c.shardID] == c {
+		delete(s.cellsByShard, c.shardID)
+	}
+	s.cellsMu.Unlock()
+}
+
+func (s *Server) cellOfShard(shardID uint64) *cell {
+	s.cellsMu.Lock()
+	defer s.cellsMu.Unlock()
+	return s.cellsByShard[shardID]
 }
 
 // New starts a member: it opens (or creates) the data directories, starts
@@ -87,6 +124,9 @@ func New(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
+	s.cellsByShard = map[uint64]*cell{}
+	s.fleet = &fleetMember{s: s, wake: make(chan struct{}, 1)}
+	s.fleet.mu.hosted = map[string]*hostedCell{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.initOps(); err != nil {
 		return nil, err
@@ -126,8 +166,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.nh = nh
 
-	c := newCell(s, cfg.ShardID, cfg.ReplicaID)
+	c := newCell(s, fleet.DefaultCell, cfg.ShardID, cfg.ReplicaID)
 	s.cell = c
+	s.registerCell(c)
 	ll.s.Store(s)
 	smCfg := raftsm.Config{
 		Dir:             filepath.Join(cfg.DataDir, "state"),
@@ -222,7 +263,10 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s.wg.Add(4)
-	go s.acceptLoop()
+	go func() {
+		defer s.wg.Done()
+		s.acceptLoop(ln, c)
+	}()
 	go c.sessionLoop(s.ctx, &s.wg)
 	go c.sweepLoop(s.ctx, &s.wg)
 	go c.membershipLoop(s.ctx, &s.wg)
@@ -232,6 +276,10 @@ func New(cfg Config) (*Server, error) {
 		s.wg.Add(1)
 		go c.digestLoop(s.ctx, &s.wg)
 	}
+	// The system shard beside the default cell, and the cells the map
+	// places here (fleet.go): after the default cell serves, so that a
+	// fleet without a quorum of upgraded members keeps serving it.
+	s.startFleet(nhc)
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()
@@ -314,10 +362,10 @@ func (s *Server) closeClients(c *cell) {
 // Addr is the client listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-func (s *Server) acceptLoop() {
-	defer s.wg.Done()
+// acceptLoop accepts the clients of cell c on ln until ln closes.
+func (s *Server) acceptLoop(ln net.Listener, cl *cell) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -326,7 +374,7 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c, ok := s.register(nc)
+		c, ok := s.register(nc, cl)
 		if !ok {
 			nc.Close()
 			continue
@@ -347,7 +395,7 @@ func remoteIP(nc net.Conn) string {
 	return host
 }
 
-func (s *Server) register(nc net.Conn) (*conn, bool) {
+func (s *Server) register(nc net.Conn, cl *cell) (*conn, bool) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -368,7 +416,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		s.counters.connRejected.Add(1)
 		return nil, false
 	}
-	c := newConn(s, s.cell, nc, ip)
+	c := newConn(s, cl, nc, ip)
 	s.mu.conns[c] = struct{}{}
 	s.mu.perIP[ip]++
 	s.mu.perListener[listenerIndex(secure)]++

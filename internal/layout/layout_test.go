@@ -58,9 +58,9 @@ var rules = []rule{
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the
 	// damaged-files work; the server calls it.
-	{pkg: "server", zk: []string{"raftsm", "znode", "session", "jute", "internal/storecheck"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck"},
 		testZK: []string{"internal/...", "client/...", "bench"},
-		why:    "the server stands on raftsm, znode, session and jute; cmd/zkraft wires the rest in"},
+		why:    "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in"},
 	{pkg: "zkdata", zk: []string{"jute", "znode"}, testZK: []string{"internal/zktest"}, noSockets: true, noRaft: true,
 		why: "zkdata reads and writes ZooKeeper's files; cmd/zkraft moves its Tree into raftsm"},
 	{pkg: "client/...", zk: []string{"jute", "client/..."}, testZK: []string{"internal/...", "server"}, noRaft: true,

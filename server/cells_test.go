@@ -1,0 +1,128 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/fleet"
+	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/raftsm"
+)
+
+// waitMap waits until the member's map satisfies ok.
+func waitMap(t *testing.T, s *Server, what string, ok func(m *fleet.Map) bool) *fleet.Map {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := s.fleet.latest.Load(); m != nil && ok(m) {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("member %d: the map never had %s", s.cfg.ReplicaID, what)
+	return nil
+}
+
+// waitServed waits until the member serves cell name on its port.
+func waitServed(t *testing.T, s *Server, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if h := s.fleet.hostedCell(name); h != nil && h.ln != nil && h.c.serving() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("member %d never served cell %s", s.cfg.ReplicaID, name)
+}
+
+// TestStandaloneHostsCells: a standalone member runs the system shard
+// beside the default cell, imports its configuration into the map, starts
+// a created cell on its own shard and port with its own tree, sessions and
+// zxids, activates it, and finds it again after a restart; deleting it
+// stops serving and removes its replica's data.
+func TestStandaloneHostsCells(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(standaloneConfig(t, dir, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	m := waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	if d, _ := m.Cell(fleet.DefaultCell); d.ShardID != s.cfg.ShardID || d.ClientPort != portOfAddr(s.Addr().String()) {
+		t.Fatalf("default cell %+v", d)
+	}
+
+	port := uint16(freeport.Port(t))
+	rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "alpha", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	shard := rep.ShardID
+	waitServed(t, s, "alpha")
+	waitMap(t, s, "alpha active", func(m *fleet.Map) bool { c, _ := m.Cell("alpha"); return c.State == fleet.CellActive })
+
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ca := connectZK(t, addr)
+	cd := connectZK(t, s.Addr().String())
+	if _, err := ca.Create("/only-alpha", []byte("a"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := cd.Exists("/only-alpha"); err != nil || ok {
+		t.Fatalf("the default cell sees alpha's node: %v %v", ok, err)
+	}
+	if _, err := cd.Create("/only-default", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := ca.Exists("/only-default"); err != nil || ok {
+		t.Fatalf("alpha sees the default cell's node: %v %v", ok, err)
+	}
+	if got := ca.SessionID() >> 56; got != 1 {
+		t.Errorf("alpha's session id %x: top byte %d, want the member id 1", ca.SessionID(), got)
+	}
+	ca.Close()
+	cd.Close()
+
+	// A restart finds the cell in the map and its data in its store.
+	s.Close()
+	if s, err = New(standaloneConfig(t, dir, "")); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, s, "alpha")
+	ca = connectZK(t, addr)
+	if data, _, err := ca.Get("/only-alpha"); err != nil || string(data) != "a" {
+		t.Fatalf("alpha after a restart: %q %v", data, err)
+	}
+	ca.Close()
+
+	// Delete (forced): the member stops serving it and removes its data.
+	m = waitMap(t, s, "alpha", func(m *fleet.Map) bool { _, ok := m.Cell("alpha"); return ok })
+	c, _ := m.Cell("alpha")
+	if rep, err := s.fleet.propose(context.Background(), &fleet.DeleteCell{Name: "alpha", Expect: c.Updated, Force: true}); err != nil || !rep.OK() {
+		t.Fatalf("delete: %v %v", rep, err)
+	}
+	store := raftsm.StoreDir(filepath.Join(dir, "state"), shard, 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.fleet.hostedCell("alpha") != nil || dirExists(store) {
+		if time.Now().After(deadline) {
+			t.Fatalf("alpha still hosted (%v) or its store %s still there", s.fleet.hostedCell("alpha") != nil, store)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		nc.Close()
+		t.Fatalf("the deleted cell's port %s still accepts connections", addr)
+	}
+}
+
+func dirExists(dir string) bool {
+	_, err := os.Stat(dir)
+	return err == nil
+}

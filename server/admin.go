@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/zkraft/zkraft/fleet"
 )
 
 // adminHandler serves ZooKeeper's AdminServer API: GET <url> lists the
@@ -49,9 +51,19 @@ func (s *Server) adminCommand(name string, query url.Values) string {
 	if !ok {
 		return renderJSON(jobj{{"command", nil}, {"error", "Unknown command: " + name}})
 	}
+	// ?cell=NAME answers for a cell hosted here; the default cell
+	// without it.
+	v := s.view()
+	if name := query.Get("cell"); name != "" && name != fleet.DefaultCell {
+		h := s.fleet.hostedCell(name)
+		if h == nil {
+			return renderJSON(jobj{{"command", cmd.name}, {"error", "cell " + name + " has no replica on this member"}})
+		}
+		v.cell = h.c
+	}
 	out, errText := jobj{}, strings.TrimSuffix(notServing, "\n")
-	if !cmd.needsServing(false) || s.cell.serving() {
-		out, errText = cmd.json(s, query)
+	if !cmd.needsServing(false) || v.cell.serving() {
+		out, errText = cmd.json(v, query)
 	}
 	if errText != "" {
 		out = append(out, kv{"error", errText}, kv{"command", cmd.name})
@@ -62,7 +74,7 @@ func (s *Server) adminCommand(name string, query url.Values) string {
 }
 
 // serverStatsJSON is server_stats, and with the connections stats.
-func (s *Server) serverStatsJSON(withConns bool) jobj {
+func (s *cellView) serverStatsJSON(withConns bool) jobj {
 	f := s.figures()
 	resp := jobj{{"last_buffer_size", s.counters.resp.last.Load()}, {"min_buffer_size", s.counters.resp.min.Load()},
 		{"max_buffer_size", s.counters.resp.max.Load()}}
@@ -100,14 +112,14 @@ func (s *Server) serverStatsJSON(withConns bool) jobj {
 	return out
 }
 
-func (s *Server) confDataLogDir() string {
+func (s *cellView) confDataLogDir() string {
 	if s.cfg.LogDir != "" {
 		return s.cfg.LogDir
 	}
 	return s.cfg.DataDir
 }
 
-func (s *Server) confServerID() uint64 {
+func (s *cellView) confServerID() uint64 {
 	if s.standalone() {
 		return 0
 	}
@@ -116,7 +128,7 @@ func (s *Server) confServerID() uint64 {
 
 // adminConns lists the connections with sessions, brief (stats) or full
 // (connections).
-func (s *Server) adminConns(full, secure bool) []any {
+func (s *cellView) adminConns(full, secure bool) []any {
 	out := []any{}
 	for _, ci := range s.connInfos() {
 		if !ci.hasSession || ci.secure != secure {

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func waitServed(t *testing.T, s *Server, name string) {
 	t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		if h := s.fleet.hostedCell(name); h != nil && h.ln != nil && h.c.serving() {
+		if _, addr, _, ok := s.fleet.hostedState(name); ok && addr != nil && s.fleet.hostedCell(name).c.serving() {
 			return
 		}
 		time.Sleep(20 * time.Millisecond)
@@ -87,6 +88,19 @@ func TestStandaloneHostsCells(t *testing.T) {
 	if got := ca.SessionID() >> 56; got != 1 {
 		t.Errorf("alpha's session id %x: top byte %d, want the member id 1", ca.SessionID(), got)
 	}
+	// The four-letter words answer for the cell of their port.
+	for _, x := range []struct {
+		addr       string
+		own, other *zk.Conn
+	}{{addr, ca, cd}, {s.Addr().String(), cd, ca}} {
+		cons := fourLW(t, x.addr, "cons")
+		if own, other := fmt.Sprintf("sid=0x%x", x.own.SessionID()), fmt.Sprintf("sid=0x%x", x.other.SessionID()); !strings.Contains(cons, own) || strings.Contains(cons, other) {
+			t.Errorf("cons on %s lists %s? %v, %s? %v:\n%s", x.addr, own, strings.Contains(cons, own), other, strings.Contains(cons, other), cons)
+		}
+	}
+	if srvr := fourLW(t, addr, "srvr"); !strings.Contains(srvr, "Mode: standalone") || !strings.Contains(srvr, fmt.Sprintf("Zxid: 0x%x", zxidOf(t, ca, "/only-alpha"))) {
+		t.Errorf("srvr on alpha's port does not show its zxid:\n%s", srvr)
+	}
 	ca.Close()
 	cd.Close()
 
@@ -120,6 +134,16 @@ func TestStandaloneHostsCells(t *testing.T) {
 		nc.Close()
 		t.Fatalf("the deleted cell's port %s still accepts connections", addr)
 	}
+}
+
+// zxidOf is the mzxid of path: with nothing written since, the cell's zxid.
+func zxidOf(t *testing.T, c *zk.Conn, path string) int64 {
+	t.Helper()
+	_, st, err := c.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mzxid
 }
 
 func dirExists(dir string) bool {

@@ -12,7 +12,7 @@ func wordText(s *Server, w string) string {
 	if !ok {
 		panic("no four-letter word " + w)
 	}
-	return cmd.text(s, make([]byte, cmd.arg))
+	return cmd.text(s.view(), make([]byte, cmd.arg))
 }
 
 // TestCommandRegistry: every name a command answers to is unique, the

@@ -49,14 +49,14 @@ type figure struct {
 
 // reading is one look at the member, for one mntr or one scrape.
 type reading struct {
-	s             *Server
+	s             *cellView
 	f             figures
 	reads, writes latencySnap
 	pm            *pebble.Metrics // nil until read, or if it cannot be
 	pmRead        bool
 }
 
-func (s *Server) newReading() *reading {
+func (s *cellView) newReading() *reading {
 	return &reading{s: s, f: s.figures(), reads: s.counters.reads.snap(), writes: s.counters.writes.snap()}
 }
 
@@ -188,7 +188,7 @@ func pebbleFigure(fn func(*pebble.Metrics) any) func(*reading) any {
 }
 
 // monitor is mntr (and monitor): the figures shown in mntr, in order.
-func (s *Server) monitor() []kv {
+func (s *cellView) monitor() []kv {
 	r := s.newReading()
 	var out []kv
 	for i := range figureTable {
@@ -201,7 +201,7 @@ func (s *Server) monitor() []kv {
 
 // collectFigures sends the figures shown in Prometheus.
 func (s *Server) collectFigures(ch chan<- prometheus.Metric) {
-	r := s.newReading()
+	r := s.view().newReading()
 	for i := range figureTable {
 		fg := &figureTable[i]
 		if !r.shows(fg, inProm) {

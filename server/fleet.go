@@ -410,7 +410,9 @@ func (c *cell) digestLoopIf(ctx context.Context, wg *sync.WaitGroup) {
 // it) is logged, reported by the operator commands and retried: the member
 // does not stop.
 func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
+	f.mu.Lock()
 	h.spec = c
+	f.mu.Unlock()
 	if h.ln != nil && h.lnPort == c.ClientPort {
 		return
 	}
@@ -530,9 +532,25 @@ func (f *fleetMember) stopAll() {
 	}
 }
 
-// hostedCells lists the hosted cells by name.
+// hostedCell is the hosted cell name, nil if none.
 func (f *fleetMember) hostedCell(name string) *hostedCell {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.mu.hosted[name]
+}
+
+// hostedState is what the operator commands show of a hosted cell: the
+// map's record as the replica last saw it, its listener's address (nil
+// while not bound) and why it is not bound.
+func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, lnErr error, ok bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	h := f.mu.hosted[name]
+	if h == nil {
+		return fleet.Cell{}, nil, nil, false
+	}
+	if h.ln != nil {
+		addr = h.ln.Addr()
+	}
+	return h.spec, addr, h.lnErr, true
 }

@@ -240,12 +240,12 @@ type figures struct {
 	syncedFollowers, syncedNonVot int
 }
 
-func (s *Server) figures() figures {
-	f := figures{mode: s.mode(), zxid: s.lastZxid()}
+func (s *cellView) figures() figures {
+	f := figures{mode: s.cellMode(), zxid: s.cell.zxid.Load()}
 	nodes, eph, size := s.cell.treeCounts()
 	f.nodeCount, f.ephemerals, f.dataSize = nodes+1, eph, size
 	f.watches = s.cell.watches.total()
-	f.connections = s.connCount()
+	f.connections = len(s.conns())
 	f.outstanding = s.outstandingRequests()
 	f.sessions = s.cell.tracker.Len()
 	f.uptime = time.Since(s.started).Milliseconds()
@@ -264,7 +264,7 @@ func (s *Server) figures() figures {
 	if f.mode == "leader" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if m, err := s.nh.SyncGetShardMembership(ctx, s.cfg.ShardID); err == nil {
+		if m, err := s.nh.SyncGetShardMembership(ctx, s.cell.shardID); err == nil {
 			f.voters = len(m.Nodes)
 			for id, addr := range m.Nodes {
 				if id == s.cfg.ReplicaID {
@@ -300,8 +300,8 @@ func fdCounts() (open, max int64) {
 
 // storeMetrics are the state machine's Pebble metrics, nil if the replica
 // cannot be read.
-func (s *Server) storeMetrics() *pebble.Metrics {
-	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+func (s *cellView) storeMetrics() *pebble.Metrics {
+	v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
 		return v.StoreMetrics(), nil
 	}))
 	if err != nil {

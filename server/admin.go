@@ -33,7 +33,19 @@ func (s *Server) adminHandler() http.Handler {
 			list(w, r)
 			return
 		}
-		body := s.adminCommand(name, r.URL.Query())
+		if cmd, ok := commandByName(name); ok && cmd.auth && !s.adminAuthorized(r) {
+			// ZooKeeper 3.9's AdminServer answers 403 to a command that
+			// needs authentication without valid credentials.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusForbidden)
+			w.Write([]byte(renderJSON(jobj{{"command", cmd.name}, {"error", "this command needs the super user's credentials: Authorization: digest super:<password>"}})))
+			return
+		}
+		if err := r.ParseForm(); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body := s.adminCommand(name, r.Form)
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(body))
 	})

@@ -85,11 +85,22 @@ type command struct {
 	// json is the AdminServer's answer, given the request's query: the
 	// fields, and an error sentence ("" for none).
 	json func(s *cellView, query url.Values) (jobj, string)
+	// auth: the AdminServer runs it only for the super user's
+	// credentials (cellcmds.go), as ZooKeeper 3.9 authenticates its
+	// snapshot and restore commands.
+	auth bool
 }
 
 // commands are the registry, in the order the AdminServer lists them
 // (ZooKeeper 3.8's names, sorted).
 var commands = []command{
+	// The cells of the fleet (cellcmds.go): zkraft's own, for the super user.
+	{name: "cell_create", auth: true, json: cellCreateJSON},
+	{name: "cell_delete", auth: true, json: cellDeleteJSON},
+	{name: "cell_limits", auth: true, json: cellLimitsJSON},
+	{name: "cell_purge", auth: true, json: cellPurgeJSON},
+	{name: "cell_show", auth: true, json: cellShowJSON},
+	{name: "cells", auth: true, json: cellsJSON},
 	{name: "configuration", aliases: []string{"config"}, word: "conf", serving: true, text: confText, json: configurationJSON},
 	{name: "connection_stat_reset", word: "crst", serving: true,
 		text: thenSay((*cellView).resetConnStats, "Connection stats reset.\n"), json: thenEmpty((*cellView).resetConnStats)},

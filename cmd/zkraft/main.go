@@ -4,6 +4,7 @@
 //	zkraft import ...   an Apache ZooKeeper data directory into a stopped zkraft
 //	zkraft export ...   a stopped zkraft as an Apache ZooKeeper data directory
 //	zkraft bench ...    a workload against ZooKeeper-compatible servers
+//	zkraft cell ...     list, show, create, change or delete the fleet's cells (a member's AdminServer)
 //	zkraft version
 //
 // zkraft COMMAND -h prints a command's flags.
@@ -43,6 +44,8 @@ func main() {
 		err = runImport(args)
 	case "export":
 		err = runExport(args)
+	case "cell":
+		err = runCell(args, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames)
 	}
@@ -199,12 +202,13 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 }
 
 // commandNames are the commands main dispatches, for its error message.
-const commandNames = "serve, import, export, bench, version"
+const commandNames = "serve, import, export, bench, cell, version"
 
 const usageServe = `usage: zkraft [serve] [flags]    run a member (the default command)
        zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
        zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
        zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
+       zkraft cell SUBCOMMAND    list, show, create, limits, delete or purge the fleet's cells
        zkraft version            print the version
 
 zkraft COMMAND -h prints a command's flags. The flags of serve (with

@@ -36,6 +36,7 @@ type cell struct {
 	// limits are the cell's quotas from the fleet's map (nil or zero
 	// fields: unlimited); the default cell has none unless set.
 	limits atomic.Pointer[fleet.Limits]
+	rate   tokenBucket // MaxRequestRate (celllimits.go)
 
 	// localReads: a local read is linearizable, so reads skip the
 	// ReadIndex (reads.go). Set on a standalone member once a ReadIndex

@@ -14,6 +14,7 @@ import (
 
 	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 )
 
@@ -149,4 +150,101 @@ func zxidOf(t *testing.T, c *zk.Conn, path string) int64 {
 func dirExists(dir string) bool {
 	_, err := os.Stat(dir)
 	return err == nil
+}
+
+// TestCellLimits: a cell's limits from the map hold for that cell only:
+// creates past its znodes and setData past its data bytes answer
+// QUOTAEXCEEDED, a session past its maximum is refused, a watch past its
+// maximum closes the connection; the default cell, without limits, takes
+// all of them meanwhile.
+func TestCellLimits(t *testing.T) {
+	s, err := New(standaloneConfig(t, t.TempDir(), ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	port := uint16(freeport.Port(t))
+	// The new cell's tree holds the root and the /zookeeper nodes: 10
+	// znodes leave room for a few creates.
+	limits := fleet.Limits{MaxZnodes: 10, MaxDataBytes: 2000, MaxSessions: 2, MaxWatches: 3}
+	rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "small", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port, Limits: limits})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	waitServed(t, s, "small")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := connectZK(t, addr)
+	defer c.Close()
+	d := connectZK(t, s.Addr().String())
+	defer d.Close()
+
+	created := 0
+	for i := 0; i < 20; i++ {
+		_, err := c.Create(fmt.Sprintf("/n%d", i), nil, 0, zk.WorldACL(zk.PermAll))
+		if isQuotaExceeded(err) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		created++
+		if _, err := d.Create(fmt.Sprintf("/n%d", i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("the default cell refused create %d: %v", i, err)
+		}
+	}
+	if created == 0 || created >= 20 {
+		t.Fatalf("%d creates before QUOTAEXCEEDED, want some and fewer than 20", created)
+	}
+	if _, err := d.Create("/past-small", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("the default cell past small's limit: %v", err)
+	}
+	// Data: setData of an existing node past 2000 bytes.
+	if _, err := c.Set("/n0", make([]byte, 3000), -1); !isQuotaExceeded(err) {
+		t.Fatalf("setData past the data limit: %v, want QUOTAEXCEEDED", err)
+	}
+	if _, err := c.Set("/n0", make([]byte, 100), -1); err != nil {
+		t.Fatalf("setData within the data limit: %v", err)
+	}
+
+	// Sessions: c is one, a second fits, a third is refused.
+	c2 := connectZK(t, addr)
+	defer c2.Close()
+	c3, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	deadline := time.After(3 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				t.Fatalf("a third session on a cell of at most 2: %x", c3.SessionID())
+			}
+		case <-deadline:
+			done = true
+		}
+	}
+	c3.Close()
+
+	// Watches: 3 fit; the fourth watching read closes the connection.
+	for i := 0; i < 3; i++ {
+		if _, _, _, err := c.GetW(fmt.Sprintf("/n%d", i)); err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+	}
+	if _, _, _, err := c2.GetW("/n0"); err == nil {
+		t.Fatal("a fourth watch on a cell of at most 3 was set")
+	}
+	for i := 0; i < 5; i++ {
+		if _, _, _, err := d.GetW(fmt.Sprintf("/n%d", i)); err != nil {
+			t.Fatalf("the default cell's watch %d: %v", i, err)
+		}
+	}
+}
+
+// isQuotaExceeded: go-zookeeper has no name for QUOTAEXCEEDED (-125).
+func isQuotaExceeded(err error) bool {
+	return err != nil && err.Error() == fmt.Sprintf("unknown error: %d", jute.ErrQuotaExceeded)
 }

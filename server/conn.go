@@ -326,6 +326,12 @@ func (c *conn) handshake() (bool, error) {
 	cfg := &c.srv.cfg
 	timeout := session.NegotiateTimeout(req.TimeOut, int32(cfg.MinSessionTimeout/time.Millisecond), int32(cfg.MaxSessionTimeout/time.Millisecond))
 	resp := &jute.ConnectResponse{TimeOut: timeout, HasReadOnly: req.HasReadOnly}
+	if req.SessionID == 0 && c.cell.sessionsFull() {
+		// The cell's session limit (celllimits.go): refused, as ZooKeeper
+		// refuses a session it will not serve, by closing.
+		c.log().Warn("session refused: the cell has its maximum of sessions", "maxSessions", c.cell.cellLimits().MaxSessions)
+		return false, nil
+	}
 	if req.SessionID == 0 {
 		id, err := c.createSession(timeout)
 		if err != nil {
@@ -421,6 +427,11 @@ func (c *conn) readLoop() error {
 			c.readerWaits.Store(false)
 			lastRead = nil
 		}
+		if hdr.Type != jute.OpPing && !c.cell.rate.wait(c.done) {
+			// The cell's request rate (celllimits.go): this connection
+			// waits for a token; pings never do, so sessions live on.
+			return net.ErrClosed
+		}
 		if !c.cell.serving() && !c.cell.waitServing(c.srv.leaderGrace(), c.done) {
 			// An election is taking too long: the client moves on.
 			return errNoLeader
@@ -497,10 +508,19 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil
+		} else if c.cell.overQuota(hdr.Type, body) {
+			// The cell's znode or data limit (celllimits.go): an error txn,
+			// as ZooKeeper's quota refusals are.
+			cmd.Op, cmd.Body = jute.OpError, jute.Marshal(&jute.ErrorResponse{Err: jute.ErrQuotaExceeded})
 		}
 		return c.propose(p, cmd, false)
 	default:
 		p.exec, p.closeAfter, p.watching = c.readOp(hdr, body)
+		if p.watching && c.cell.watchesFull() {
+			// The cell's watch limit (celllimits.go): the connection closes.
+			c.log().Warn("connection closed: the cell has its maximum of watches", "maxWatches", c.cell.cellLimits().MaxWatches)
+			return nil, errWatchLimit
+		}
 	}
 	return p, nil
 }

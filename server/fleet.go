@@ -280,6 +280,9 @@ func (f *fleetMember) run() {
 // and stops (and, for a cell deleted or moved away, removes) the others.
 func (f *fleetMember) reconcile(m *fleet.Map) {
 	self := f.s.cfg.ReplicaID
+	if d, ok := m.Cell(fleet.DefaultCell); ok && d.ShardID == f.s.cell.shardID {
+		f.s.cell.setLimits(d.Limits)
+	}
 	want := map[string]fleet.Cell{}
 	for _, c := range m.CellsOn(self) {
 		if c.Name != fleet.DefaultCell && c.Serves(self) {
@@ -334,7 +337,7 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	self := s.cfg.ReplicaID
 	rid, _ := c.ReplicaOf(self)
 	cl := newCell(s, c.Name, c.ShardID, rid)
-	cl.limits.Store(&c.Limits)
+	cl.setLimits(c.Limits)
 	smCfg := raftsm.Config{
 		Dir:             filepath.Join(s.cfg.DataDir, "state"),
 		Options:         znode.Options{ExtendedTypes: s.cfg.ExtendedTypes, EnforceQuota: s.cfg.EnforceQuota},
@@ -413,6 +416,7 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	f.mu.Lock()
 	h.spec = c
 	f.mu.Unlock()
+	h.c.setLimits(c.Limits)
 	if h.ln != nil && h.lnPort == c.ClientPort {
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/internal/freeport"
@@ -158,7 +159,10 @@ func dirExists(dir string) bool {
 // maximum closes the connection; the default cell, without limits, takes
 // all of them meanwhile.
 func TestCellLimits(t *testing.T) {
-	s, err := New(standaloneConfig(t, t.TempDir(), ""))
+	cfg := standaloneConfig(t, t.TempDir(), "")
+	reg := prometheus.NewRegistry()
+	cfg.Metrics.Registerer = reg
+	s, err := New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -198,6 +202,28 @@ func TestCellLimits(t *testing.T) {
 	}
 	if _, err := d.Create("/past-small", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
 		t.Fatalf("the default cell past small's limit: %v", err)
+	}
+	// Every cell's figures carry its name.
+	znodes := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "znode_count" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cell" {
+					znodes[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if len(znodes) != 2 || znodes["small"] == 0 || znodes["default"] != znodes["small"]+1 {
+		// The default cell has small's nodes and /past-small.
+		t.Errorf("znode_count by cell: %v, want default one above small", znodes)
 	}
 	// Data: setData of an existing node past 2000 bytes.
 	if _, err := c.Set("/n0", make([]byte, 3000), -1); !isQuotaExceeded(err) {

@@ -115,7 +115,7 @@ func (r *runner) runLoad() ([]string, error) {
 		}
 	}
 
-	conns, failed, err, _ := r.dialAll(cfg.Sessions, func(int) ConnOptions { return ConnOptions{} })
+	conns, failed, _, err := r.dialAll(cfg.Sessions, func(int) ConnOptions { return ConnOptions{} })
 	sessions := make([]*loadSession, 0, cfg.Sessions)
 	for i, c := range conns {
 		if c != nil {

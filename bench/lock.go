@@ -31,7 +31,7 @@ func (r *runner) runLock() error {
 
 	n := cfg.Sessions
 	events := make([]chan string, n)
-	conns, failed, err, _ := r.dialAll(n, func(i int) ConnOptions {
+	conns, failed, _, err := r.dialAll(n, func(i int) ConnOptions {
 		ch := make(chan string, 64)
 		events[i] = ch
 		return ConnOptions{OnWatch: func(ev *jute.WatcherEvent, _ int64) {

@@ -349,7 +349,7 @@ func (r *runner) deleteTree(path string, known []string) error {
 // session i on address i mod len(addrs). opts(i) gives session i's options.
 // It returns the sessions (nil where the open failed), the number of
 // failures, the first error, and the handshake latencies.
-func (r *runner) dialAll(n int, opts func(i int) ConnOptions) ([]*Conn, int64, error, *Histogram) {
+func (r *runner) dialAll(n int, opts func(i int) ConnOptions) ([]*Conn, int64, *Histogram, error) {
 	conns := make([]*Conn, n)
 	var failed atomic.Int64
 	var firstErr error
@@ -411,7 +411,7 @@ func (r *runner) dialAll(n int, opts func(i int) ConnOptions) ([]*Conn, int64, e
 	}
 	close(work)
 	wg.Wait()
-	return conns, failed.Load(), firstErr, &hist
+	return conns, failed.Load(), &hist, firstErr
 }
 
 // closeAll closes the sessions in parallel (bounded) and counts failures.

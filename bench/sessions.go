@@ -133,7 +133,7 @@ func (r *runner) runSessions() error {
 	r.res.RSSBeforeKB = before
 	r.logf("%s: opening", cfg.describe())
 	t0 := time.Now()
-	conns, failed, ferr, hs := r.dialAll(n, opts)
+	conns, failed, hs, ferr := r.dialAll(n, opts)
 	openS := time.Since(t0).Seconds()
 	var opened int64
 	for i, c := range conns {

@@ -41,7 +41,7 @@ func (r *runner) runWatch() error {
 	allIn := make(chan struct{}, 1)
 	var expected atomic.Int64
 	r.logf("opening %d watching sessions", n)
-	conns, failed, err, _ := r.dialAll(n, func(i int) ConnOptions {
+	conns, failed, _, err := r.dialAll(n, func(i int) ConnOptions {
 		w := &watcher{}
 		ws[i] = w
 		return ConnOptions{OnWatch: func(ev *jute.WatcherEvent, at int64) {

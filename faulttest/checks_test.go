@@ -136,13 +136,11 @@ func TestResourceAcceptsMonotonicTokens(t *testing.T) {
 
 func TestExpiriesSeen(t *testing.T) {
 	c := &client{name: "x"}
-	for _, ev := range []sessionEvent{
+	c.events = append(c.events, []sessionEvent{
 		{1, zk.StateConnecting, "m1"}, {2, zk.StateConnected, "m1"}, {3, zk.StateHasSession, "m1"},
 		{10, zk.StateDisconnected, "m1"}, {11, zk.StateConnecting, "m2"}, {12, zk.StateDisconnected, "m2"},
 		{13, zk.StateConnected, "m3"}, {14, zk.StateExpired, "m3"}, {15, zk.StateHasSession, "m3"},
-	} {
-		c.events = append(c.events, ev)
-	}
+	}...)
 	got := c.expiriesSeen()
 	if len(got) != 1 || got[0].lastServer != "m1" || got[0].disconnected != 10 || got[0].at != 14 {
 		t.Fatalf("expiriesSeen = %+v", got)

@@ -21,7 +21,6 @@ func (c clock) fmt(ns int64) string  { return (time.Duration(ns)).Round(time.Mil
 func (c clock) dur(from, to int64) string {
 	return time.Duration(to - from).Round(time.Millisecond).String()
 }
-func (c clock) time(ns int64) time.Time      { return c.t0.Add(time.Duration(ns)) }
 func (c clock) since(ns int64) time.Duration { return time.Duration(c.now() - ns) }
 
 // sessionEvent is one session state change a client saw.

@@ -217,7 +217,6 @@ type workload struct {
 	acks    *ackLog
 	writesM sync.Mutex
 	writes  []writeEvent // acknowledged writes (register and ack log)
-	stopped atomic.Bool
 }
 
 func keyPath(round int32, k int) string { return fmt.Sprintf("/reg/r%d/k%d", round, k) }

@@ -333,7 +333,7 @@ func TestThreeReplicasRestartAndCatchUp(t *testing.T) {
 	r1.ok(&SetLimits{Name: "kafka", Expect: AnyVersion, Limits: Limits{MaxZnodes: 5000}})
 	r2.start(s.initial)
 	s.waitLeader()
-	want = s.converge()
+	s.converge()
 	if c, _ := r2.local().Cell("kafka"); c.Limits.MaxZnodes != 5000 {
 		t.Errorf("restarted replica did not catch up on the entry it missed: %+v", c.Limits)
 	}

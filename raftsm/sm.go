@@ -374,9 +374,14 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 
 // View is a consistent read-only view of a replica's state, valid only
 // inside the ReadFunc it is passed to.
+//
+// A View cannot write: its tree is a znode.ReadKV over a Pebble reader
+// (Get and NewIter only) and its store handle offers snapshots and metrics
+// only (TestViewCannotWrite checks that no field of a View has a write
+// method). Every read path in the server reads through one.
 type View struct {
 	tree    treeReader
-	db      *pebble.DB
+	db      storeReader
 	zxid    int64
 	applied uint64
 	digest  uint64
@@ -385,6 +390,15 @@ type View struct {
 	// lock (a LockedReadFunc), not a snapshot.
 	locked bool
 }
+
+// storeReader is the read-only part of the Pebble DB a View keeps: a
+// snapshot for the history iterator, the store's metrics.
+type storeReader interface {
+	NewSnapshot() *pebble.Snapshot
+	Metrics() *pebble.Metrics
+}
+
+var _ storeReader = (*pebble.DB)(nil)
 
 // Zxid is the last applied zxid.
 func (v View) Zxid() int64 { return v.zxid }

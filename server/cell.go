@@ -105,6 +105,7 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			c.tracker.Add(ev.Session, time.Duration(ev.Timeout)*time.Millisecond)
 			c.seen(ev.Index, ev.Session)
 		case raftsm.EventSessionClosed:
+			c.srv.auditEphemerals(events[:i], ev) // audit.go
 			c.tracker.Remove(ev.Session)
 			c.mu.Lock()
 			delete(c.mu.seen, ev.Session)

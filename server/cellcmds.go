@@ -2,7 +2,7 @@ package server
 
 import (
 	"context"
-	"crypto/subtle"
+	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -17,12 +17,12 @@ import (
 )
 
 // The operator commands on cells, AdminServer commands of the registry
-// (commands.go) that need the super user's credentials: ZooKeeper 3.9's
-// AdminServer form, a request header
+// (commands.go) that need the super user's credentials in ZooKeeper 3.9's
+// AdminServer form (adminauth.go), a request header
 //
 //	Authorization: digest super:password
 //
-// checked against Config.SuperDigest (no super digest: refused). They read
+// matching Config.SuperDigest (no super digest: refused). They read
 // and change the fleet's map through the system shard, and a cell's
 // figures through this member's replica of it.
 //
@@ -35,17 +35,36 @@ import (
 //
 // The registry lists them with auth set.
 
-// adminAuthorized checks a request's credentials for a command that needs
-// them.
-func (s *Server) adminAuthorized(r *http.Request) bool {
-	if s.cfg.SuperDigest == "" {
-		return false
+// adminSuper refuses a request whose Authorization header does not
+// authenticate the super user (adminAuthenticate: 401 without one or for
+// unknown credentials, 403 for another user's).
+func (s *Server) adminSuper(r *http.Request) *authRefusal {
+	ids, err := s.adminAuthenticate(r)
+	if err != nil {
+		var ar *authRefusal
+		if errors.As(err, &ar) {
+			return ar
+		}
+		return &authRefusal{http.StatusInternalServerError, authError}
 	}
-	scheme, cred, ok := strings.Cut(strings.TrimSpace(r.Header.Get("Authorization")), " ")
-	if !ok || !strings.EqualFold(scheme, "digest") {
-		return false
+	for _, id := range ids {
+		if id.Scheme == "super" {
+			return nil
+		}
 	}
-	return subtle.ConstantTimeCompare([]byte(znode.DigestID(strings.TrimSpace(cred))), []byte(s.cfg.SuperDigest)) == 1
+	return errNotAuthorized
+}
+
+// cellPost answers a POST of a cell command from its form (query or
+// body), for the default cell's view.
+func cellPost(fn func(s *cellView, q url.Values) (jobj, string)) func(s *Server, r *http.Request) adminReply {
+	return func(s *Server, r *http.Request) adminReply {
+		if err := r.ParseForm(); err != nil {
+			return adminReply{status: http.StatusBadRequest, err: err.Error()}
+		}
+		fields, errText := fn(s.view(), r.Form)
+		return adminReply{fields: fields, err: errText}
+	}
 }
 
 // cellCtx bounds an operator command's waits on Raft.

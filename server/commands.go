@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"slices"
 	"sort"
@@ -85,22 +86,30 @@ type command struct {
 	// json is the AdminServer's answer, given the request's query: the
 	// fields, and an error sentence ("" for none).
 	json func(s *cellView, query url.Values) (jobj, string)
-	// auth: the AdminServer runs it only for the super user's
-	// credentials (cellcmds.go), as ZooKeeper 3.9 authenticates its
-	// snapshot and restore commands.
-	auth bool
+	// get and post, instead of json, answer the AdminServer with more
+	// than fields: a status code, headers, a streamed body (ZooKeeper
+	// 3.9's snapshot), a request body (shed_connections). A command with
+	// post answers POST requests only, the others GET only.
+	get, post func(s *Server, r *http.Request) adminReply
+	// auth: the AdminServer runs the command only for a request whose
+	// Authorization header authenticates ids holding ALL on "/"
+	// (ZooKeeper 3.9's AuthRequest(Perms.ALL, "/"); adminauth.go).
+	// super: only for the super user's (the fleet's cells, cellcmds.go).
+	super bool
+	auth  bool
 }
 
 // commands are the registry, in the order the AdminServer lists them
 // (ZooKeeper 3.8's names, sorted).
 var commands = []command{
 	// The cells of the fleet (cellcmds.go): zkraft's own, for the super user.
-	{name: "cell_create", auth: true, json: cellCreateJSON},
-	{name: "cell_delete", auth: true, json: cellDeleteJSON},
-	{name: "cell_limits", auth: true, json: cellLimitsJSON},
-	{name: "cell_purge", auth: true, json: cellPurgeJSON},
-	{name: "cell_show", auth: true, json: cellShowJSON},
-	{name: "cells", auth: true, json: cellsJSON},
+	// Those that change the map answer POST (form or query), the others GET.
+	{name: "cell_create", super: true, post: cellPost(cellCreateJSON)},
+	{name: "cell_delete", super: true, post: cellPost(cellDeleteJSON)},
+	{name: "cell_limits", super: true, post: cellPost(cellLimitsJSON)},
+	{name: "cell_purge", super: true, post: cellPost(cellPurgeJSON)},
+	{name: "cell_show", super: true, json: cellShowJSON},
+	{name: "cells", super: true, json: cellsJSON},
 	{name: "configuration", aliases: []string{"config"}, word: "conf", serving: true, text: confText, json: configurationJSON},
 	{name: "connection_stat_reset", word: "crst", serving: true,
 		text: thenSay((*cellView).resetConnStats, "Connection stats reset.\n"), json: thenEmpty((*cellView).resetConnStats)},
@@ -127,6 +136,9 @@ var commands = []command{
 	{name: "ruok", word: "ruok", text: func(*cellView, []byte) string { return "imok" }, json: emptyJSON},
 	{name: "server_stats", word: "srvr", serving: true, text: srvrText, json: serverStatsJSON},
 	{name: "set_trace_mask", word: "stmk", arg: 8, text: stmkText, json: setTraceMaskJSON},
+	// ZooKeeper 3.9's AdminServer (shed_connections is on its main branch, ZOOKEEPER-5015).
+	{name: "shed_connections", aliases: []string{"shed"}, serving: true, auth: true, post: shedConnectionsPost}, // shed.go
+	{name: "snapshot", aliases: []string{"snap"}, serving: true, auth: true, get: snapshotGet},                  // snapshotstream.go
 	{name: "stat_reset", word: "srst", serving: true,
 		text: thenSay((*cellView).resetServerStats, "Server stats reset.\n"), json: thenEmpty((*cellView).resetServerStats)},
 	{name: "stats", word: "stat", serving: true, text: statText, json: statsJSON},

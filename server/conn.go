@@ -8,6 +8,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/lni/dragonboat/v4"
@@ -33,6 +34,13 @@ const (
 // in that order, running reads only after every earlier request has
 // completed; the flusher writes the outbox to the socket.
 //
+// A client with one request in flight is served by the reader alone: a
+// request read with nothing queued ahead of it is completed by the reader
+// (conn.idle), and a reply queued with nothing ahead of it in the outbox is
+// written by whoever completed it, without waiting for the socket
+// (conn.reply). The processor runs for pipelines, the flusher for replies
+// the socket does not take at once and for notifications.
+//
 // INVARIANT: on one connection, the notification of a change is queued in
 // the outbox before any reply that reflects the change (triggers are queued
 // under the state machine's lock before results and reads can proceed).
@@ -40,7 +48,8 @@ type conn struct {
 	srv  *Server
 	cell *cell
 	nc   net.Conn
-	in   frameReader // over nc; the reader goroutine's
+	raw  syscall.RawConn // nc's socket when it is TCP (not TLS), for reply
+	in   frameReader     // over nc; the reader goroutine's
 	ip   string
 
 	// owner names this connection in the log (raftsm.Command.Owner).
@@ -90,8 +99,12 @@ type conn struct {
 	// connection is one goroutine (the reader), not three, which is most
 	// of the memory of a session. q.running and out.flushing say whether
 	// one runs; procWG and flushWG let the reader wait for them at the end.
-	procWG  sync.WaitGroup
-	flushWG sync.WaitGroup
+	// An idle processor lingers for procLinger (q.lingering), woken by
+	// procWake, so that a client with one request at a time does not start
+	// one per request.
+	procWG   sync.WaitGroup
+	flushWG  sync.WaitGroup
+	procWake chan struct{}
 
 	// q holds the requests read and not yet answered, in order, at most
 	// maxOutstanding of them and about queueBytes of request bytes; the
@@ -100,11 +113,13 @@ type conn struct {
 	// an idle session).
 	q struct {
 		sync.Mutex
-		items   []*pending
-		head    int
-		bytes   int  // request bytes of the queued items
-		running bool // a processor runs
-		parked  bool // the processor waits for the client to read (park)
+		items     []*pending
+		head      int
+		bytes     int  // request bytes of the queued items
+		running   bool // a processor runs
+		lingering bool // it has answered every request and waits for more
+		stopping  bool // the reader has ended: the processor ends once idle
+		parked    bool // the processor waits for the client to read (park)
 	}
 
 	// out is the outbox. Lock order: registry.mu, then out.
@@ -127,13 +142,23 @@ type pending struct {
 	exec       func() (*result, error)  // a read, run in order
 	watching   bool                     // exec may set watches (readOp)
 	res        *result                  // what exec returned
-	executed   chan struct{}            // closed once exec has run (reads only)
+	executed   chan struct{}            // closed once exec has run (queued reads only)
 	after      func()                   // runs after the reply is queued
 	frame      []byte                   // a ready reply
 	start      time.Time                // when the request was read, for latency
 	size       int                      // request bytes, for the queue's bound
 	slot       bool                     // holds a global slot (limits.go)
 	closeAfter bool
+	// auditBody is a write's request, kept for the audit log when it is
+	// on (audit.go).
+	auditBody []byte
+}
+
+// ran tells a reader waiting to read a later write that the read has run.
+func (p *pending) ran() {
+	if p.executed != nil {
+		close(p.executed)
+	}
 }
 
 // result is the outcome of a read.
@@ -168,10 +193,15 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 		ip:    ip,
 		done:  make(chan struct{}),
 	}
+	if tc, ok := nc.(*net.TCPConn); ok {
+		c.raw, _ = tc.SyscallConn()
+		c.in.raw = c.raw
+	}
 	c.setAuthIDs([]jute.ID{{Scheme: "ip", ID: ip}})
 	c.st.init()
 	c.outDrained = make(chan struct{}, 1)
 	c.readerWake = make(chan struct{}, 1)
+	c.procWake = make(chan struct{}, 1)
 	c.slotsIdle = make(chan struct{}, 1)
 	return c
 }
@@ -220,6 +250,7 @@ func (c *conn) serve() {
 // releases the connection's session and watches.
 func (c *conn) finish() {
 	c.in.release()
+	c.stopProcessor()
 	c.procWG.Wait()
 	c.out.Lock()
 	graceful := c.out.closeAfter
@@ -360,7 +391,7 @@ func (c *conn) handshake() (bool, error) {
 	c.timeout = time.Duration(timeout) * time.Millisecond
 	c.cell.attach(c.sessionID, c)
 	c.cell.alive.Record(c.sessionID)
-	c.enqueue(jute.AppendFrame(nil, resp))
+	c.reply(jute.AppendFrame(nil, resp))
 	return true, nil
 }
 
@@ -402,8 +433,16 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 // readLoop reads requests until the connection ends.
 func (c *conn) readLoop() error {
 	var lastRead *pending
+	// A connection that sends nothing for two session timeouts and a tick
+	// is closed. The deadline is moved at most once a tick (each move is a
+	// timer's), so it falls up to a tick later.
+	idle, tick := 2*c.timeout+c.srv.cfg.TickTime, c.srv.cfg.TickTime
+	var moved time.Time
 	for {
-		c.nc.SetReadDeadline(time.Now().Add(2*c.timeout + c.srv.cfg.TickTime))
+		if now := time.Now(); now.Sub(moved) >= tick {
+			c.nc.SetReadDeadline(now.Add(idle + tick))
+			moved = now
+		}
 		body, err := c.readFrame(nil)
 		if err != nil {
 			return err
@@ -451,11 +490,24 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		p.start, p.size, p.slot = start, len(body), true
+		c.inflight.Add(1)
+		if p.rs == nil && !c.waitsForRound(p) && c.idle() {
+			// Nothing queued ahead: answer it here, sparing a processor
+			// goroutine (and its stack's growth) per request. No later
+			// request is read before it has run (p.executed stays nil).
+			c.process(p, true)
+			if isClosed(c.done) {
+				return net.ErrClosed
+			}
+			if p.closeAfter {
+				return nil
+			}
+			continue
+		}
 		if p.exec != nil {
 			p.executed = make(chan struct{})
 			lastRead = p
 		}
-		c.inflight.Add(1)
 		if !c.push(p) {
 			c.releaseSlot(p)
 			return net.ErrClosed
@@ -464,6 +516,26 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 	}
+}
+
+// waitsForRound reports whether p is a read that waits for a ReadIndex
+// round (an ensemble member's linearizable read). The reader leaves those
+// to the processor: waiting itself, it would read the connection's next
+// requests only after the round, and a pipelining client's reads would
+// take a round each instead of sharing one.
+func (c *conn) waitsForRound(p *pending) bool {
+	return p.exec != nil && p.op != jute.OpPing &&
+		c.srv.cfg.ReadMode == ReadLinearizable && !c.cell.localReads.Load()
+}
+
+// idle reports whether the connection has nothing queued and no processor
+// running (or one lingering, done with every request): a request read now
+// may be answered by the reader itself, in order. Only the reader adds to
+// the queue, so it stays idle until the reader pushes.
+func (c *conn) idle() bool {
+	c.q.Lock()
+	defer c.q.Unlock()
+	return (!c.q.running || c.q.lingering) && len(c.q.items) == c.q.head
 }
 
 // dispatch turns one request into a pending reply, proposing writes now.
@@ -508,10 +580,15 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil
-		} else if c.cell.overQuota(hdr.Type, body) {
-			// The cell's znode or data limit (celllimits.go): an error txn,
-			// as ZooKeeper's quota refusals are.
-			cmd.Op, cmd.Body = jute.OpError, jute.Marshal(&jute.ErrorResponse{Err: jute.ErrQuotaExceeded})
+		} else {
+			if c.cell.overQuota(hdr.Type, body) {
+				// The cell's znode or data limit (celllimits.go): an error
+				// txn, as ZooKeeper's quota refusals are.
+				cmd.Op, cmd.Body = jute.OpError, jute.Marshal(&jute.ErrorResponse{Err: jute.ErrQuotaExceeded})
+			}
+			if c.srv.audit != nil {
+				p.auditBody = append([]byte(nil), body...)
+			}
 		}
 		return c.propose(p, cmd, false)
 	default:
@@ -571,33 +648,61 @@ func (c *conn) push(p *pending) bool {
 	c.q.Lock()
 	c.q.items = append(c.q.items, p)
 	c.q.bytes += p.size
-	if !c.q.running {
+	wake := false
+	switch {
+	case !c.q.running:
 		c.q.running = true
 		c.procWG.Add(1)
 		go c.processor()
+	case c.q.lingering:
+		c.q.lingering, wake = false, true
 	}
 	unslot := c.q.parked && p.slot // park's invariant
 	if unslot {
 		p.slot = false
 	}
 	c.q.Unlock()
+	if wake {
+		c.wakeProcessor()
+	}
 	if unslot {
 		c.srv.outstanding.release(c, 1)
 	}
 	return true
 }
 
-// pop takes the oldest queued request; nil (and the processor is no
-// longer running) when there is none.
-func (c *conn) pop() *pending {
+func (c *conn) wakeProcessor() {
+	select {
+	case c.procWake <- struct{}{}:
+	default:
+	}
+}
+
+// stopProcessor tells the processor that no request follows: it ends once
+// it has answered the queued ones. The reader calls it as it ends.
+func (c *conn) stopProcessor() {
+	c.q.Lock()
+	c.q.stopping = true
+	c.q.Unlock()
+	c.wakeProcessor()
+}
+
+// pop takes the oldest queued request; nil when there is none: the
+// processor then lingers, or ends (stop) once the reader has ended.
+func (c *conn) pop() (p *pending, stop bool) {
 	c.q.Lock()
 	defer c.q.Unlock()
 	n := len(c.q.items) - c.q.head
 	if n == 0 {
-		c.q.items, c.q.head, c.q.running = nil, 0, false
-		return nil
+		c.q.items, c.q.head = nil, 0
+		if c.q.stopping {
+			c.q.running = false
+			return nil, true
+		}
+		c.q.lingering = true
+		return nil, false
 	}
-	p := c.q.items[c.q.head]
+	p = c.q.items[c.q.head]
 	c.q.items[c.q.head] = nil
 	c.q.head++
 	c.q.bytes -= p.size
@@ -605,7 +710,7 @@ func (c *conn) pop() *pending {
 	case c.readerWake <- struct{}{}: // room for the reader, if it waits
 	default:
 	}
-	return p
+	return p, false
 }
 
 // queued is the number of requests waiting for the processor.
@@ -615,45 +720,95 @@ func (c *conn) queued() int {
 	return len(c.q.items) - c.q.head
 }
 
-// processor answers queued requests in order, and ends when the queue is
-// empty (push starts another for the next request).
+// procLinger is how long an idle processor waits for the next request
+// before it ends. Starting one per request costs more than the request
+// (its stack grows for every read and write it completes), and a session
+// that sends one request at a time leaves it idle between them.
+const procLinger = time.Second
+
+// processor answers queued requests in order; idle for procLinger, or once
+// the reader has ended, it ends (push starts another for the next request).
 func (c *conn) processor() {
 	defer c.procWG.Done()
+	var t *time.Timer
+	defer func() {
+		if t != nil {
+			t.Stop()
+		}
+	}()
 	for {
-		p := c.pop()
-		if p == nil {
+		p, stop := c.pop()
+		if stop {
 			return
 		}
-		if p.watching {
-			// Room first: notifications are held while the read runs.
-			c.waitOutboxRoom()
-			c.cell.watches.hold(c)
+		if p != nil {
+			c.process(p, false)
+			continue
 		}
-		frame, err := c.complete(p)
-		c.requestDone(p, frame, err)
-		c.inflight.Add(-1)
-		if err != nil {
-			if p.watching {
-				c.cell.watches.finishRead(c, 0, nil, nil, nil)
-			}
-			if !errors.Is(err, net.ErrClosed) {
-				c.log().Warn("request failed", "op", p.op.String(), "err", err)
-			}
-			c.close()
-			continue // drain, releasing request states
-		}
-		if p.watching {
-			c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+		if t == nil {
+			t = time.NewTimer(procLinger)
 		} else {
-			c.waitOutboxRoom() // a slow reader holds the pipeline, not memory
-			c.enqueue(frame)
+			t.Reset(procLinger)
 		}
-		if p.after != nil {
-			p.after()
+		select {
+		case <-c.procWake:
+			continue // a request, or the reader ended (pop says which)
+		case <-t.C:
+		case <-c.done:
 		}
-		if p.closeAfter {
-			c.closeAfterFlush()
+		c.q.Lock()
+		if len(c.q.items) > c.q.head {
+			c.q.lingering = false // pushed meanwhile
+			c.q.Unlock()
+			continue
 		}
+		c.q.running, c.q.lingering = false, false
+		c.q.Unlock()
+		return
+	}
+}
+
+// process completes one request and queues its reply, after the replies of
+// every earlier request: the processor calls it in order, the reader for a
+// request with nothing queued ahead of it (inline, byReader). A request
+// that fails closes the connection; the later ones then fail at once,
+// releasing their request states.
+func (c *conn) process(p *pending, byReader bool) {
+	if p.watching {
+		// Room first: notifications are held while the read runs.
+		c.waitOutboxRoom(byReader)
+		c.cell.watches.hold(c)
+	}
+	frame, err := c.complete(p)
+	c.requestDone(p, frame, err)
+	c.inflight.Add(-1)
+	if err != nil {
+		if p.watching {
+			c.cell.watches.finishRead(c, 0, nil, nil, nil)
+		}
+		if !errors.Is(err, net.ErrClosed) {
+			c.log().Warn("request failed", "op", p.op.String(), "err", err)
+		}
+		c.close()
+		return
+	}
+	if p.watching {
+		// The reply and the notifications finishRead queues are written
+		// here, as reply writes a reply alone.
+		claimed := c.claimWriter()
+		c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+		if claimed {
+			c.writeQueued()
+		}
+	} else {
+		c.waitOutboxRoom(byReader) // a slow reader holds the pipeline, not memory
+		c.reply(frame)
+	}
+	if p.after != nil {
+		p.after()
+	}
+	if p.closeAfter {
+		c.closeAfterFlush()
 	}
 }
 
@@ -673,6 +828,9 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
+		if p.auditBody != nil {
+			c.auditWrite(p.op, p.auditBody, rep)
+		}
 		var body jute.Record
 		if len(rep.Body) > 0 {
 			body = rawRecord(rep.Body)
@@ -681,12 +839,12 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 	case p.exec != nil:
 		select {
 		case <-c.done:
-			close(p.executed)
+			p.ran()
 			return nil, net.ErrClosed
 		default:
 		}
 		res, err := p.exec()
-		close(p.executed)
+		p.ran()
 		if err != nil {
 			return nil, err
 		}
@@ -739,6 +897,104 @@ func (c *conn) enqueue(frame []byte) {
 	c.out.Unlock()
 }
 
+// reply queues a reply frame and, unless a flusher runs, writes the
+// outbox at once (writeQueued): one request at a time then takes no
+// flusher goroutine (a new goroutine per reply grows its stack for the
+// write, every time). Nothing waits for the socket here: what it does not
+// take at once goes to the flusher, which waits under the stall timeout.
+func (c *conn) reply(frame []byte) {
+	claimed := c.claimWriter()
+	c.enqueue(frame)
+	if claimed {
+		c.writeQueued()
+	}
+}
+
+// claimWriter makes the calling goroutine the outbox's writer, unless a
+// flusher is one (or the socket is TLS, or the outbox closed): no flusher
+// starts while it holds the role, and it must call writeQueued, which
+// writes what was queued meanwhile in order (notifications too).
+func (c *conn) claimWriter() bool {
+	c.out.Lock()
+	defer c.out.Unlock()
+	if c.out.closed || c.raw == nil || c.out.flushing {
+		return false
+	}
+	c.out.flushing = true
+	return true
+}
+
+// writeQueued writes the queued frames without waiting for the socket, as
+// the writer claimWriter made the caller, and hands what is left (and a
+// close once the outbox is written) to a flusher.
+func (c *conn) writeQueued() {
+	c.out.Lock()
+	for len(c.out.frames) > 0 {
+		frames := c.takeFramesLocked()
+		c.out.Unlock()
+		sent, wrote := 0, 0
+		var rest [][]byte
+		for i, f := range frames {
+			n := c.tryWrite(f)
+			wrote += n
+			if n < len(f) {
+				rest = append([][]byte{f[n:]}, frames[i+1:]...)
+				break
+			}
+			sent++
+		}
+		if sent > 0 {
+			c.srv.stats.sent.Add(int64(sent))
+			c.st.sent.Add(int64(sent))
+		}
+		if wrote > 0 {
+			c.outboxProgress(wrote)
+		}
+		c.out.Lock()
+		if rest != nil {
+			size := 0
+			for _, f := range rest {
+				size += len(f)
+			}
+			c.out.writing -= size
+			if !c.out.closed || c.out.closeAfter {
+				// The rest goes first, before what was queued meanwhile.
+				c.out.frames = append(rest, c.out.frames...)
+				c.out.bytes += size
+			}
+			break
+		}
+	}
+	if len(c.out.frames) > 0 || c.out.closeAfter {
+		c.flushWG.Add(1)
+		go c.flusher() // flushing stays set: it is the flusher's now
+	} else {
+		c.out.flushing = false
+	}
+	c.out.Unlock()
+}
+
+// tryWrite writes what the socket takes of b without waiting for it; the
+// number of bytes written. A write deadline left by the flusher that has
+// passed makes it write nothing.
+func (c *conn) tryWrite(b []byte) int {
+	n := 0
+	c.raw.Write(func(fd uintptr) bool {
+		for n < len(b) {
+			m, err := syscall.Write(int(fd), b[n:])
+			if m > 0 {
+				n += m
+				continue
+			}
+			if err != syscall.EINTR {
+				break // EAGAIN or a failure: the flusher meets it
+			}
+		}
+		return true
+	})
+	return n
+}
+
 // kickFlusherLocked starts the flusher unless it runs; c.out is held.
 func (c *conn) kickFlusherLocked() {
 	if !c.out.flushing {
@@ -778,6 +1034,9 @@ func (c *conn) flusher() {
 			c.out.Unlock()
 			if closeAfter {
 				c.close()
+			} else if c.raw != nil {
+				// reply writes without a deadline, and fails on a past one.
+				c.nc.SetWriteDeadline(time.Time{})
 			}
 			return
 		}

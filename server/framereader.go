@@ -2,7 +2,9 @@ package server
 
 import (
 	"io"
+	"os"
 	"sync"
+	"syscall"
 )
 
 // frameReader reads a connection's frames with as few read calls as the
@@ -15,9 +17,15 @@ import (
 // a pooled buffer and takes whatever has arrived, at least the body: under
 // load that is every frame queued on the socket. The buffer goes back to
 // the pool as soon as it is drained.
+//
+// Over a TCP socket (raw set) the length's read waits for the socket to be
+// readable with no buffer, then takes a pooled one and reads whatever has
+// arrived: a client with one request in flight costs one read call per
+// request, not two.
 type frameReader struct {
 	src  io.Reader
-	buf  *[]byte // nil when nothing is buffered
+	raw  syscall.RawConn // src's socket, or nil
+	buf  *[]byte         // nil when nothing is buffered
 	r, w int
 }
 
@@ -35,6 +43,12 @@ func (f *frameReader) readFull(p []byte) error {
 			if f.r == f.w {
 				readBufPool.Put(f.buf)
 				f.buf, f.r, f.w = nil, 0, 0
+			}
+			continue
+		}
+		if len(p) <= 4 && f.raw != nil {
+			if err := f.fill(); err != nil {
+				return err
 			}
 			continue
 		}
@@ -60,6 +74,46 @@ func (f *frameReader) readFull(p []byte) error {
 		}
 	}
 	return nil
+}
+
+// fill waits until the socket is readable, then reads what it holds into
+// a pooled buffer. The buffer is taken only once there is something to read
+// (an idle connection holds none), and the wait keeps the read deadline.
+func (f *frameReader) fill() error {
+	var (
+		b    *[]byte
+		n    int
+		rerr error
+	)
+	err := f.raw.Read(func(fd uintptr) bool {
+		b = readBufPool.Get().(*[]byte)
+		for {
+			n, rerr = syscall.Read(int(fd), *b)
+			if rerr != syscall.EINTR {
+				break
+			}
+		}
+		if rerr == syscall.EAGAIN {
+			readBufPool.Put(b)
+			b = nil
+			return false // wait until readable
+		}
+		return true
+	})
+	switch {
+	case err == nil && rerr == nil && n > 0:
+		f.buf, f.r, f.w = b, 0, n
+		return nil
+	case b != nil:
+		readBufPool.Put(b)
+	}
+	if err != nil {
+		return err
+	}
+	if rerr != nil {
+		return os.NewSyscallError("read", rerr)
+	}
+	return io.EOF
 }
 
 // release returns a buffer still held (the connection is closing).

@@ -5,8 +5,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"net"
+	"os"
 	"testing"
 	"testing/iotest"
+	"time"
 )
 
 // countingReader counts Read calls.
@@ -99,5 +102,61 @@ func TestFrameReaderShortBody(t *testing.T) {
 	}
 	if f.buf != nil {
 		t.Error("buffer held after the error")
+	}
+}
+
+// TestFrameReaderRawSocket: over a TCP socket the reader waits for data
+// with no buffer held, reads frames written in pieces and together, keeps
+// the read deadline, and ends with EOF.
+func TestFrameReaderRawSocket(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	client, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	server, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer server.Close()
+	raw, err := server.(*net.TCPConn).SyscallConn()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &frameReader{src: server, raw: raw}
+
+	// Nothing sent: the deadline ends the wait, with no buffer taken.
+	server.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	if err := f.readFull(make([]byte, 4)); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("idle read: %v, want a deadline error", err)
+	}
+	if f.buf != nil {
+		t.Fatal("a buffer is held while waiting")
+	}
+	server.SetReadDeadline(time.Time{})
+
+	sizes := []int{12, 1, 1030, readBufSize - 3, readBufSize, 3 * readBufSize, 40, 2, 7000}
+	stream, bodies := frames(sizes...)
+	go func() {
+		// Pieces of every size, with pauses, then the rest at once.
+		for i, step := 0, 1; i < len(stream); step = step*3 + 1 {
+			n := min(step, len(stream)-i)
+			client.Write(stream[i : i+n])
+			i += n
+			time.Sleep(time.Millisecond)
+		}
+		client.(*net.TCPConn).CloseWrite()
+	}()
+	readFrames(t, f, bodies)
+	if f.buf != nil {
+		t.Error("a buffer is held after the stream was drained")
+	}
+	if err := f.readFull(make([]byte, 4)); err != io.EOF {
+		t.Errorf("after the last frame: %v, want EOF", err)
 	}
 }

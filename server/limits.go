@@ -242,8 +242,11 @@ func (c *conn) admit(size int) error {
 
 // waitOutboxRoom waits until the outbox is at most at its high-water mark
 // or the connection closes, parking the queued requests while it waits.
-// The processor calls it before it queues a reply.
-func (c *conn) waitOutboxRoom() {
+// The processor calls it before it queues a reply, and so does the reader
+// (byReader) for a request it answers itself: it then reads no ping while
+// it waits, so the replies written meanwhile keep the session alive
+// (readerWaits).
+func (c *conn) waitOutboxRoom(byReader bool) {
 	limit := c.outboxHighWater()
 	parked := false
 	for {
@@ -256,6 +259,10 @@ func (c *conn) waitOutboxRoom() {
 		if !parked {
 			c.park()
 			parked = true
+			if byReader {
+				c.readerWaits.Store(true)
+				defer c.readerWaits.Store(false)
+			}
 		}
 		select {
 		case <-c.outDrained:
@@ -304,6 +311,11 @@ func (c *conn) outboxProgress(n int) {
 	c.out.Lock()
 	c.out.writing -= n
 	c.out.Unlock()
+	c.outboxWritten()
+}
+
+// outboxWritten wakes the outbox's waiters once bytes of it are written.
+func (c *conn) outboxWritten() {
 	for _, ch := range []chan struct{}{c.outDrained, c.readerWake} {
 		select {
 		case ch <- struct{}{}:

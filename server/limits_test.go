@@ -189,8 +189,8 @@ func TestStalledReadersDoNotStarveOthers(t *testing.T) {
 
 	// Sample every connection's own bounds while the load runs.
 	type worst struct {
-		parkedWithSlots       int // requests holding a slot on a parked connection
-		outbox, queued, slots int
+		parkedWithSlots int // requests holding a slot on a parked connection
+		outbox, queued  int
 	}
 	var w worst
 	var hw, limit int

@@ -33,6 +33,8 @@ type opsState struct {
 	saslUsers map[string]string
 
 	peers peerListener
+
+	snapLimit snapshotLimiter // the snapshot command's (snapshotstream.go)
 }
 
 // peerListener follows Dragonboat's connections to other members, which
@@ -140,6 +142,10 @@ func (s *Server) startOps() error {
 		s.ops.secureLn = ln
 		s.wg.Add(1)
 		go s.secureAcceptLoop(ln)
+		if s.cfg.TLS.Reload && s.cfg.TLS.Config == nil {
+			s.wg.Add(1)
+			go s.tlsReloadLoop(s.ops.tls)
+		}
 		s.log.Info("serving TLS", "secureClient", ln.Addr().String(), "clientAuth", s.cfg.TLS.ClientAuth)
 	}
 	if s.cfg.Metrics.Enabled {

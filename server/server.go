@@ -42,6 +42,8 @@ type Server struct {
 	started time.Time
 	stats   stats
 
+	audit *auditLog // nil: off (audit.go)
+
 	// Operations: figures, limits, admin, metrics, TLS and SASL (ops.go).
 	counters    serverCounters
 	metrics     *metrics
@@ -121,7 +123,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	QuietRaftLogs()
-	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now()}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now(), audit: newAuditLog(cfg.AuditLog)}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
 	s.cellsByShard = map[uint64]*cell{}
@@ -284,6 +286,7 @@ func New(cfg Config) (*Server, error) {
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()
 	}
+	s.auditServer(auditStart, "success")
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", raftListen,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
@@ -474,6 +477,7 @@ func (s *Server) Close() error {
 	}
 	s.wg.Wait()
 	s.nh.Close()
+	s.auditServer(auditStop, "invoked")
 	s.log.Info("stopped")
 	return err
 }
@@ -481,7 +485,8 @@ func (s *Server) Close() error {
 // lastZxid is the last zxid applied on this member.
 func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
 
-// superAuth reads everything, for the server's own bookkeeping.
+// superAuth reads everything, for the server's own bookkeeping (the
+// AdminServer's authorization and the console read ACLs with it).
 var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 
 // NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data

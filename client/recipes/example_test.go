@@ -243,7 +243,7 @@ func ExampleDoubleBarrier() {
 			if err := b.Leave(ctx); err != nil { // returns once all three are out
 				log.Fatal(err)
 			}
-			done <- fmt.Sprint("worker done")
+			done <- "worker done"
 		}(i)
 	}
 	for i := 0; i < 3; i++ {

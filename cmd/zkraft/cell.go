@@ -109,7 +109,12 @@ func runCell(args []string, stdout io.Writer) error {
 	if cred == "" {
 		return errors.New("cell: the AdminServer's cell commands need the super user: --super user:password or $ZKRAFT_SUPER")
 	}
-	body, err := adminPost(strings.TrimRight(*admin, "/")+"/"+cmd, q, cred, *timeout)
+	// The commands that change the map answer POST, the others GET.
+	method := http.MethodPost
+	if sub == "list" || sub == "show" {
+		method = http.MethodGet
+	}
+	body, err := adminRequest(method, strings.TrimRight(*admin, "/")+"/"+cmd, q, cred, *timeout)
 	if err != nil {
 		return err
 	}
@@ -126,13 +131,22 @@ func runCell(args []string, stdout io.Writer) error {
 	return nil
 }
 
-// adminPost runs an AdminServer command with the super user's credentials.
-func adminPost(u string, q url.Values, cred string, timeout time.Duration) (string, error) {
-	req, err := http.NewRequest(http.MethodPost, u, strings.NewReader(q.Encode()))
+// adminRequest runs an AdminServer command with the super user's
+// credentials: a GET with q as its query, or a POST with q as its form.
+func adminRequest(method, u string, q url.Values, cred string, timeout time.Duration) (string, error) {
+	var req *http.Request
+	var err error
+	if method == http.MethodGet {
+		req, err = http.NewRequest(method, u+"?"+q.Encode(), nil)
+	} else {
+		req, err = http.NewRequest(method, u, strings.NewReader(q.Encode()))
+	}
 	if err != nil {
 		return "", err
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if method == http.MethodPost {
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	}
 	req.Header.Set("Authorization", "digest "+cred)
 	resp, err := (&http.Client{Timeout: timeout}).Do(req)
 	if err != nil {
@@ -143,8 +157,8 @@ func adminPost(u string, q url.Values, cred string, timeout time.Duration) (stri
 	if err != nil {
 		return "", fmt.Errorf("cell: %w", err)
 	}
-	if resp.StatusCode == http.StatusForbidden {
-		return "", fmt.Errorf("cell: the member refused the credentials (403): %s", strings.TrimSpace(string(b)))
+	if resp.StatusCode == http.StatusForbidden || resp.StatusCode == http.StatusUnauthorized {
+		return "", fmt.Errorf("cell: the member refused the credentials (%d): %s", resp.StatusCode, strings.TrimSpace(string(b)))
 	}
 	if resp.StatusCode != http.StatusOK {
 		return "", fmt.Errorf("cell: %s: %s", resp.Status, strings.TrimSpace(string(b)))

@@ -460,6 +460,13 @@ func parseServer(key, v, clientAddr string) (server.Member, error) {
 // properties.
 func (s *zkSettings) applySystemProperties(cfg *server.Config) error {
 	cfg.ExtendedTypes = s.propBool("zookeeper.extendedTypesEnabled", false)
+	if s.propBool("zookeeper.audit.enable", false) {
+		// ZooKeeper's audit logger writes where its logging configuration
+		// sends org.apache.zookeeper.audit.Slf4jAuditLogger, by default
+		// with the rest of its log; zkraft's log is stderr (--audit-log
+		// names a file).
+		cfg.AuditLog = os.Stderr
+	}
 	cfg.EnforceQuota = s.propBool("zookeeper.enforceQuota", false)
 	if v, ok := s.prop("zookeeper.DigestAuthenticationProvider.superDigest"); ok {
 		cfg.SuperDigest = v
@@ -505,7 +512,7 @@ func (s *zkSettings) applySystemProperties(cfg *server.Config) error {
 		}
 	}
 
-	if s.propBool("zookeeper.datadir.autocreate", true) == false {
+	if !s.propBool("zookeeper.datadir.autocreate", true) {
 		if err := checkDataDirsExist(cfg); err != nil {
 			return err
 		}
@@ -586,6 +593,11 @@ func (s *zkSettings) applyAdmin(cfg *server.Config) error {
 		cfg.Admin.CommandURL = v
 	}
 	cfg.Admin.IdleTimeout = time.Duration(s.propInt("zookeeper.admin.idleTimeout", 30000)) * time.Millisecond
+	// ZooKeeper 3.9's snapshot command: on by default, one per interval.
+	cfg.Admin.SnapshotDisabled = !s.propBool("zookeeper.admin.snapshot.enabled", true)
+	if ms := s.propInt("zookeeper.admin.rateLimiterIntervalInMS", 300000); ms > 0 {
+		cfg.Admin.SnapshotInterval = time.Duration(ms) * time.Millisecond
+	}
 	if s.propBool("zookeeper.admin.forceHttps", false) && cfg.Admin.Enabled {
 		cfg.Admin.Enabled = false // it would have served HTTPS only; see its note
 	}
@@ -601,6 +613,8 @@ func (s *zkSettings) applyTLS(cfg *server.Config) error {
 		}
 	}
 	str("zookeeper.ssl.keyStore.location", &cfg.TLS.CertFile)
+	// ZooKeeper 3.9: reload the client port's stores when they change.
+	cfg.TLS.Reload = s.propBool("zookeeper.client.certReload", false)
 	str("zookeeper.ssl.trustStore.location", &cfg.TLS.CAFile)
 	str("zookeeper.ssl.quorum.keyStore.location", &cfg.TLS.QuorumCertFile)
 	str("zookeeper.ssl.quorum.trustStore.location", &cfg.TLS.QuorumCAFile)

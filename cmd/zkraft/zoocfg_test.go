@@ -93,7 +93,7 @@ func TestZooCfgDefaults(t *testing.T) {
 		GlobalOutstandingLimit: 1000,
 		ContainerCheckInterval: time.Minute,
 		FourLetterWords:        []string{"srvr"},
-		Admin:                  server.AdminConfig{Enabled: true, Addr: "0.0.0.0:8080", CommandURL: "/commands", IdleTimeout: 30 * time.Second},
+		Admin:                  server.AdminConfig{Enabled: true, Addr: "0.0.0.0:8080", CommandURL: "/commands", IdleTimeout: 30 * time.Second, SnapshotInterval: 5 * time.Minute},
 		Metrics:                server.MetricsConfig{Addr: "0.0.0.0:7000"},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
@@ -195,7 +195,13 @@ func TestZooCfgMapping(t *testing.T) {
 		{"custom auth provider is named", "authProvider.2=com.example.LdapProvider", nil, func(*server.Config) bool { return true }, "authProvider.2"},
 		{"admin", "admin.serverAddress=127.0.0.1\nadmin.serverPort=9090\nadmin.commandURL=/cmd\nadmin.idleTimeout=5000", nil,
 			func(c *server.Config) bool {
-				return c.Admin == server.AdminConfig{Enabled: true, Addr: "127.0.0.1:9090", CommandURL: "/cmd", IdleTimeout: 5 * time.Second}
+				a := c.Admin
+				return a.Enabled && a.Addr == "127.0.0.1:9090" && a.CommandURL == "/cmd" && a.IdleTimeout == 5*time.Second &&
+					!a.SnapshotDisabled && a.SnapshotInterval == 5*time.Minute
+			}, ""},
+		{"admin snapshot", "admin.snapshot.enabled=false\nadmin.rateLimiterIntervalInMS=2000", nil,
+			func(c *server.Config) bool {
+				return c.Admin.SnapshotDisabled && c.Admin.SnapshotInterval == 2*time.Second
 			}, ""},
 		{"admin off", "admin.enableServer=false", nil, func(c *server.Config) bool { return !c.Admin.Enabled }, ""},
 		{"admin off from -D", "", map[string]string{"zookeeper.admin.enableServer": "false"}, func(c *server.Config) bool { return !c.Admin.Enabled }, ""},

@@ -58,9 +58,14 @@ var rules = []rule{
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the
 	// damaged-files work; the server calls it.
-	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console"},
 		testZK: []string{"internal/...", "client/...", "bench"},
 		why:    "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in"},
+	// The web console is pages and JSON over a Backend the server
+	// implements: it sees no server internals, no Raft and no Pebble. Its
+	// tests drive a real member in a real browser.
+	{pkg: "console", zk: []string{"jute"}, testZK: []string{"server", "znode", "internal/..."}, noRaft: true,
+		why: "the console sees the member only through its Backend interface; the server imports it, never the reverse"},
 	{pkg: "zkdata", zk: []string{"jute", "znode"}, testZK: []string{"internal/zktest"}, noSockets: true, noRaft: true,
 		why: "zkdata reads and writes ZooKeeper's files; cmd/zkraft moves its Tree into raftsm"},
 	{pkg: "client/...", zk: []string{"jute", "client/..."}, testZK: []string{"internal/...", "server"}, noRaft: true,

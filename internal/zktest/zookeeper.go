@@ -33,7 +33,7 @@ const SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4="
 // Available says whether java and the ZooKeeper jar are installed.
 func Available() error {
 	if _, err := os.Stat(Jar); err != nil {
-		return fmt.Errorf("Apache ZooKeeper is not installed (%s is missing; apt-get install zookeeper)", Jar)
+		return fmt.Errorf("no Apache ZooKeeper here: %s is missing (apt-get install zookeeper)", Jar)
 	}
 	if _, err := exec.LookPath(javaBin()); err != nil {
 		return fmt.Errorf("java is not on PATH: %v", err)

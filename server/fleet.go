@@ -34,8 +34,8 @@ import (
 type fleetMember struct {
 	s *Server
 	// running: this member runs a replica of the system shard (a voter of
-	// the default cell that did not join by reconfig).
-	running  bool
+	// the default cell that did not join by reconfig), once it opened.
+	running  atomic.Bool
 	latest   atomic.Pointer[fleet.Map]
 	wake     chan struct{} // buffered 1
 	leaderID atomic.Uint64 // the system shard's leader, 0 if none
@@ -97,6 +97,9 @@ func (s *Server) fleetVoters(raftAddr string) map[uint64]dragonboat.Target {
 // to open is logged and the member serves the default cell without cells.
 func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 	f := s.fleet
+	if s.ctx.Err() != nil {
+		return // closed meanwhile
+	}
 	if s.cfg.Join || s.self().Observer {
 		s.log.Info("cells: this member is not a voter of the system shard (it joined by reconfig or observes); it serves the default cell only")
 		return
@@ -126,7 +129,7 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 		s.nh.StopReplica(fleet.SystemShardID, s.cfg.ReplicaID)
 		return
 	}
-	f.running = true
+	f.running.Store(true)
 	s.wg.Add(2)
 	go f.importLoop(nhc.RaftAddress)
 	go f.run()
@@ -219,7 +222,7 @@ var errNoFleet = errors.New("server: this member runs no replica of the system s
 // every command is safe to repeat (a create repeated is ok, a change
 // repeated is refused as a stale version).
 func (f *fleetMember) propose(ctx context.Context, cmd fleet.Command) (fleet.Reply, error) {
-	if !f.running {
+	if !f.running.Load() {
 		return fleet.Reply{}, errNoFleet
 	}
 	b := fleet.Encode(cmd, time.Now().UnixMilli())
@@ -244,7 +247,7 @@ func (f *fleetMember) propose(ctx context.Context, cmd fleet.Command) (fleet.Rep
 
 // readMap reads the map linearizably.
 func (f *fleetMember) readMap(ctx context.Context) (*fleet.Map, error) {
-	if !f.running {
+	if !f.running.Load() {
 		return nil, errNoFleet
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)

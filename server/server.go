@@ -280,8 +280,13 @@ func New(cfg Config) (*Server, error) {
 	}
 	// The system shard beside the default cell, and the cells the map
 	// places here (fleet.go): after the default cell serves, so that a
-	// fleet without a quorum of upgraded members keeps serving it.
-	s.startFleet(nhc)
+	// fleet without a quorum of upgraded members keeps serving it, and
+	// without holding up New.
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		s.startFleet(nhc)
+	}()
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()

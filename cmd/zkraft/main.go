@@ -69,12 +69,15 @@ func serve(args []string) error {
 	if err := checkServeImported(&cfg, logger); err != nil {
 		return err
 	}
+	// Before New: a signal while the member starts (its client port may
+	// already be open) stops it once it has started, instead of killing
+	// the process half-way.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	got := <-sig
 	logger.Info("stopping", "signal", got.String())
 	return srv.Close()

@@ -30,6 +30,7 @@ import (
 //	cell_show     ?name=                   one cell: the map's record, and this member's view of it
 //	cell_create   ?name= &voters=1,2,3 [&observers=] &port= [&tls_port=] [&max_znodes= &max_data_bytes= &max_sessions= &max_watches= &max_request_rate=]
 //	cell_limits   ?name= [&max_...=]       replace a cell's limits
+//	cell_move     ?name= &voters= [&observers=]  move a cell's replicas to another placement, online
 //	cell_delete   ?name= [&force=true]     delete: refused unless the cell is empty (read here) or forced
 //	cell_purge    ?name=                   drop a deleted cell from the map (its name and ports are free again)
 //
@@ -380,4 +381,26 @@ func countSubtree(t znode.ReadKV, path string) (int64, error) {
 		total += c
 	}
 	return total, nil
+}
+
+func cellMoveJSON(s *cellView, q url.Values) (jobj, string) {
+	voters, err := parseMembers(q.Get("voters"))
+	if err != nil {
+		return jobj{}, "voters: " + err.Error()
+	}
+	observers, err := parseMembers(q.Get("observers"))
+	if err != nil {
+		return jobj{}, "observers: " + err.Error()
+	}
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	if c.Name == fleet.DefaultCell {
+		// Its replicas are the ensemble's: they move by reconfig.
+		return jobj{}, "the default cell's replicas are the ensemble's members: change them with reconfig"
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.BeginMove{Name: c.Name, Expect: c.Updated, Target: fleet.Placement{Voters: voters, Observers: observers}}))
 }

@@ -107,6 +107,7 @@ var commands = []command{
 	{name: "cell_create", super: true, post: cellPost(cellCreateJSON)},
 	{name: "cell_delete", super: true, post: cellPost(cellDeleteJSON)},
 	{name: "cell_limits", super: true, post: cellPost(cellLimitsJSON)},
+	{name: "cell_move", super: true, post: cellPost(cellMoveJSON)},
 	{name: "cell_purge", super: true, post: cellPost(cellPurgeJSON)},
 	{name: "cell_show", super: true, json: cellShowJSON},
 	{name: "cells", super: true, json: cellsJSON},

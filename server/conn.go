@@ -274,7 +274,7 @@ func (c *conn) finish() {
 // log is the connection's logger, made when first needed (a logger with
 // attributes per connection is a kilobyte of an idle session).
 func (c *conn) log() *slog.Logger {
-	return c.srv.log.With("remote", c.nc.RemoteAddr().String())
+	return c.cell.log.With("remote", c.nc.RemoteAddr().String())
 }
 
 func hexID(id int64) string { return "0x" + formatHex(uint64(id)) }
@@ -344,13 +344,13 @@ func (c *conn) handshake() (bool, error) {
 	if err := jute.Unmarshal(body, req); err != nil {
 		return false, err
 	}
-	if req.LastZxidSeen > c.srv.lastZxid() {
+	if req.LastZxidSeen > c.cell.zxid.Load() {
 		// Catch up before refusing: this member may lag the leader.
 		if _, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) { return nil, nil }), true); err != nil {
 			return false, err
 		}
-		if req.LastZxidSeen > c.srv.lastZxid() {
-			c.log().Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.srv.lastZxid())
+		if req.LastZxidSeen > c.cell.zxid.Load() {
+			c.log().Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.cell.zxid.Load())
 			return false, nil
 		}
 	}
@@ -550,7 +550,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		c.saslOp(p, body)
 	case hdr.Type == jute.OpPing:
 		p.xid = jute.XidPing // whatever xid the ping carried
-		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
+		p.exec = func() (*result, error) { return &result{zxid: c.cell.zxid.Load()}, nil }
 	case hdr.Type == jute.OpAuth:
 		var ids []jute.ID
 		ids, p.frame, p.closeAfter = authenticate(hdr.Xid, c.authIDs(), body, c.srv.cfg.SuperDigest)

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,6 +67,13 @@ type hostedCell struct {
 	lnErr   error          // why not
 	lnPort  uint16
 	stopped bool
+	// move is the leader's progress on the cell's move (run's only): the
+	// map version of the move and the zxid every new replica must have
+	// reached before a replica is removed (0: not yet taken).
+	move struct {
+		version int64
+		mark    int64
+	}
 }
 
 // Applied stores the map and wakes run; it runs under the system shard's
@@ -472,6 +481,10 @@ func (f *fleetMember) leaderDuties(m *fleet.Map, h *hostedCell, c fleet.Cell) {
 			}
 		}
 	}
+	if c.State == fleet.CellMoving {
+		f.moveDuties(ctx, m, h, c)
+		return
+	}
 	if c.State == fleet.CellCreating {
 		rep, err := f.propose(ctx, &fleet.ActivateCell{Name: c.Name, Expect: c.Updated})
 		switch {
@@ -560,4 +573,104 @@ func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, 
 		addr = h.ln.Addr()
 	}
 	return h.spec, addr, h.lnErr, true
+}
+
+// moveDuties drives a move (docs/cells.md, Moves) from the member of the
+// cell's leader, one Dragonboat membership change per round: it adds the
+// target's new voters and observers (their members start their replicas
+// with join as soon as the map gives them one), waits until every new
+// replica answers srvr on its cell port with a zxid at least the leader's
+// once all were added (caught up), removes the replicas the target drops
+// (handing the leadership to a target voter first if its own is one), and
+// proposes finishMove once the shard's membership is the target's.
+func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCell, c fleet.Cell) {
+	nh := f.s.nh
+	self := f.s.cfg.ReplicaID
+	mem, err := nh.SyncGetShardMembership(ctx, c.ShardID)
+	if err != nil {
+		return
+	}
+	if h.move.version != c.Updated {
+		h.move.version, h.move.mark = c.Updated, 0
+	}
+	addrOf := func(member uint64) string {
+		x, _ := m.Member(member)
+		return x.RaftAddr
+	}
+	for _, v := range c.Target.Voters {
+		rid, _ := c.ReplicaOf(v)
+		if _, ok := mem.Nodes[rid]; ok {
+			continue
+		}
+		err := nh.SyncRequestAddReplica(ctx, c.ShardID, rid, addrOf(v), mem.ConfigChangeID)
+		h.c.log.Info("move: voter added", "member", v, "replica", rid, "err", err)
+		return
+	}
+	for _, o := range c.Target.Observers {
+		rid, _ := c.ReplicaOf(o)
+		if _, ok := mem.NonVotings[rid]; ok {
+			continue
+		}
+		err := nh.SyncRequestAddNonVoting(ctx, c.ShardID, rid, addrOf(o), mem.ConfigChangeID)
+		h.c.log.Info("move: observer added", "member", o, "replica", rid, "err", err)
+		return
+	}
+	if h.move.mark == 0 {
+		h.move.mark = max(h.c.zxid.Load(), 1)
+	}
+	for _, n := range c.Target.Members() {
+		if c.Placement.Has(n) || n == self {
+			continue
+		}
+		x, _ := m.Member(n)
+		addr := net.JoinHostPort(x.ClientHost, strconv.Itoa(int(c.ClientPort)))
+		if z, ok := srvrZxid(addr); !ok || z < h.move.mark {
+			h.c.log.Debug("move: waiting for a new replica to catch up", "member", n, "zxid", z, "want", h.move.mark)
+			return
+		}
+	}
+	for _, r := range c.Replicas {
+		if c.Target.Has(r.Member) {
+			continue
+		}
+		_, voter := mem.Nodes[r.ID]
+		_, observer := mem.NonVotings[r.ID]
+		if !voter && !observer {
+			continue
+		}
+		if r.Member == self {
+			to, _ := c.ReplicaOf(c.Target.Voters[0])
+			err := nh.RequestLeaderTransfer(c.ShardID, to)
+			h.c.log.Info("move: leadership handed to a replica of the target before this one is removed", "to", to, "err", err)
+			return
+		}
+		err := nh.SyncRequestDeleteReplica(ctx, c.ShardID, r.ID, mem.ConfigChangeID)
+		h.c.log.Info("move: replica removed", "member", r.Member, "replica", r.ID, "err", err)
+		return
+	}
+	rep, err := f.propose(ctx, &fleet.FinishMove{Name: c.Name, Expect: c.Updated})
+	if err == nil && rep.OK() {
+		h.c.log.Info("move finished", "voters", c.Target.Voters, "observers", c.Target.Observers, "version", rep.Version)
+	}
+}
+
+// srvrZxid asks the member at addr for its zxid (srvr).
+func srvrZxid(addr string) (int64, bool) {
+	nc, err := net.DialTimeout("tcp", addr, time.Second)
+	if err != nil {
+		return 0, false
+	}
+	defer nc.Close()
+	nc.SetDeadline(time.Now().Add(2 * time.Second))
+	if _, err := nc.Write([]byte("srvr")); err != nil {
+		return 0, false
+	}
+	b, _ := io.ReadAll(io.LimitReader(nc, 4096))
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Zxid: 0x"); ok {
+			z, err := strconv.ParseInt(strings.TrimSpace(v), 16, 64)
+			return z, err == nil
+		}
+	}
+	return 0, false
 }

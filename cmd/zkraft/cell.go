@@ -17,6 +17,7 @@ const usageCell = `usage: zkraft cell list             [flags]
        zkraft cell show   NAME        [flags]
        zkraft cell create NAME --voters 1,2,3 --port P [--observers 4] [--tls-port P] [--max-znodes N ...] [flags]
        zkraft cell limits NAME [--max-znodes N ...] [flags]
+       zkraft cell move   NAME --voters 2,3,4 [--observers 5] [flags]
        zkraft cell delete NAME [--force] [flags]
        zkraft cell purge  NAME        [flags]
 
@@ -31,7 +32,7 @@ Flags:
 func runCell(args []string, stdout io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(os.Stderr, usageCell)
-		return errors.New("cell: want a subcommand: list, show, create, limits, delete or purge")
+		return errors.New("cell: want a subcommand: list, show, create, limits, move, delete or purge")
 	}
 	sub, args := args[0], args[1:]
 	var name string
@@ -46,8 +47,8 @@ func runCell(args []string, stdout io.Writer) error {
 	var (
 		admin    = fs.String("admin", "http://127.0.0.1:8080/commands", "a member's AdminServer command URL")
 		super    = fs.String("super", "", "the super user's user:password (default $ZKRAFT_SUPER)")
-		voters   = fs.String("voters", "", "create: member ids of the voters, comma-separated")
-		obs      = fs.String("observers", "", "create: member ids of the observers, comma-separated")
+		voters   = fs.String("voters", "", "create, move: member ids of the voters, comma-separated")
+		obs      = fs.String("observers", "", "create, move: member ids of the observers, comma-separated")
 		port     = fs.Uint("port", 0, "create: the cell's client port (the same on every member that hosts it)")
 		tlsPort  = fs.Uint("tls-port", 0, "create: the cell's TLS client port (0: none)")
 		force    = fs.Bool("force", false, "delete: even if the cell holds data")
@@ -92,6 +93,10 @@ func runCell(args []string, stdout io.Writer) error {
 	case "limits":
 		cmd = "cell_limits"
 		limits()
+	case "move":
+		cmd = "cell_move"
+		q.Set("voters", *voters)
+		q.Set("observers", *obs)
 	case "delete":
 		cmd = "cell_delete"
 		if *force {
@@ -100,7 +105,7 @@ func runCell(args []string, stdout io.Writer) error {
 	case "purge":
 		cmd = "cell_purge"
 	default:
-		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, limits, delete, purge)", sub)
+		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, limits, move, delete, purge)", sub)
 	}
 	cred := *super
 	if cred == "" {

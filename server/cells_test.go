@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -273,4 +275,160 @@ func TestCellLimits(t *testing.T) {
 // isQuotaExceeded: go-zookeeper has no name for QUOTAEXCEEDED (-125).
 func isQuotaExceeded(err error) bool {
 	return err != nil && err.Error() == fmt.Sprintf("unknown error: %d", jute.ErrQuotaExceeded)
+}
+
+// fleetOf starts n members of one ensemble, each on its own loopback
+// address (the map places no two replicas of a cell on one client host),
+// and waits until the map holds all of them.
+func fleetOf(t *testing.T, n int) []*Server {
+	t.Helper()
+	net := 100 + os.Getpid()%100 + 1
+	var members []Member
+	for i := 1; i <= n; i++ {
+		ip := fmt.Sprintf("127.%d.1.%d", net, i)
+		members = append(members, Member{ID: uint64(i), RaftAddr: fmt.Sprintf("%s:%d", ip, freeport.Port(t)),
+			ClientAddr: fmt.Sprintf("%s:%d", ip, freeport.Port(t))})
+	}
+	servers := make([]*Server, n)
+	for i := range servers {
+		cfg := Config{ClientAddr: members[i].ClientAddr, DataDir: t.TempDir(), Members: members, ReplicaID: uint64(i + 1),
+			TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, uint64(i+1))}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[i] = s
+		t.Cleanup(func() { s.Close() })
+	}
+	for _, s := range servers {
+		waitMap(t, s, "every member", func(m *fleet.Map) bool { return len(m.Members()) == n })
+	}
+	return servers
+}
+
+// cellAddrs are the addresses of cell port on the given members.
+func cellAddrs(servers []*Server, port uint16, ids ...int) []string {
+	var out []string
+	for _, id := range ids {
+		host, _, _ := net.SplitHostPort(servers[id-1].cfg.ClientAddr)
+		out = append(out, net.JoinHostPort(host, fmt.Sprint(port)))
+	}
+	return out
+}
+
+// TestCellMoveWhileWriting moves a cell from members 1, 2, 3 to 2, 3, 4
+// (Dragonboat membership changes driven by the cell's leader's member)
+// while a client writes through one session: the move finishes, member 1
+// removes its replica, the client keeps its session, and every write it
+// saw acknowledged is on the new member.
+func TestCellMoveWhileWriting(t *testing.T) {
+	servers := fleetOf(t, 4)
+	port := uint16(freeport.Port(t))
+	rep, err := servers[0].fleet.propose(context.Background(), &fleet.CreateCell{Name: "mover", Placement: fleet.Placement{Voters: []uint64{1, 2, 3}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	for _, i := range []int{0, 1, 2} {
+		waitServed(t, servers[i], "mover")
+	}
+	c, ev, err := zk.Connect(cellAddrs(servers, port, 1, 2, 3, 4), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	expired := make(chan struct{})
+	go func() {
+		for e := range ev {
+			if e.State == zk.StateExpired {
+				close(expired)
+				return
+			}
+		}
+	}()
+	if _, err := c.Create("/w", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	sid := c.SessionID()
+	var mu sync.Mutex
+	var acked []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 100000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := fmt.Sprintf("/w/n%06d", i)
+			if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			mu.Lock()
+			acked = append(acked, p)
+			mu.Unlock()
+		}
+	}()
+
+	m := waitMap(t, servers[0], "mover active", func(m *fleet.Map) bool { c, _ := m.Cell("mover"); return c.State == fleet.CellActive })
+	cur, _ := m.Cell("mover")
+	rep, err = servers[1].fleet.propose(context.Background(), &fleet.BeginMove{Name: "mover", Expect: cur.Updated, Target: fleet.Placement{Voters: []uint64{2, 3, 4}}})
+	if err != nil || !rep.OK() {
+		t.Fatalf("begin move: %v %v", rep, err)
+	}
+	waitMap(t, servers[0], "the move finished", func(m *fleet.Map) bool {
+		c, _ := m.Cell("mover")
+		return c.State == fleet.CellActive && slices.Equal(c.Placement.Voters, []uint64{2, 3, 4})
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for servers[0].fleet.hostedCell("mover") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("member 1 still hosts the moved cell")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A few more writes after the move, then stop.
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		mu.Lock()
+		more := len(acked) - n
+		mu.Unlock()
+		if more >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged after the move", more)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	select {
+	case <-expired:
+		t.Fatal("the client's session expired during the move")
+	default:
+	}
+	if c.SessionID() != sid {
+		t.Fatalf("session %x became %x", sid, c.SessionID())
+	}
+	r := connectZK(t, cellAddrs(servers, port, 4)[0])
+	defer r.Close()
+	kids, _, err := r.Children("/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, k := range kids {
+		have["/w/"+k] = true
+	}
+	for _, p := range acked {
+		if !have[p] {
+			t.Errorf("acknowledged %s missing on the new member", p)
+		}
+	}
+	t.Logf("%d writes acknowledged across the move, all on member 4", len(acked))
 }

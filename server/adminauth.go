@@ -121,22 +121,21 @@ func (s *Server) adminAuthorize(r *http.Request, perm int32, path string) ([]jut
 // consoleACL reads a znode's ACL with the server's own rights, on the
 // read path clients use.
 func (s *Server) consoleACL(path string) ([]jute.ACL, error) {
-	v, err := s.consoleRead(func(v raftsm.View) (any, error) {
+	return consoleRead(s, func(v raftsm.View) ([]jute.ACL, error) {
 		_, acl, err := znode.Reader{KV: v.Tree(), Auth: superAuth}.GetACL(path)
 		return acl, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.([]jute.ACL), nil
 }
 
 // consoleRead runs fn on a consistent snapshot of the cell's state, as a
 // client's read runs (snapshotRead): after a ReadIndex unless the member
 // reads locally, never under the state machine's lock.
-func (s *Server) consoleRead(fn func(v raftsm.View) (any, error)) (any, error) {
-	lin := s.cfg.ReadMode == ReadLinearizable && !s.cell.localReads.Load()
-	return s.cell.read(raftsm.ReadFunc(fn), lin)
+func consoleRead[T any](s *Server, fn func(v raftsm.View) (T, error)) (T, error) {
+	q := localRead
+	if s.cfg.ReadMode == ReadLinearizable && !s.cell.localReads.Load() {
+		q = linearizableRead
+	}
+	return readValue(s.cell.rep, nil, q, fn)
 }
 
 // adminReply is a command's answer over HTTP.

@@ -337,28 +337,24 @@ func cellDeleteJSON(s *cellView, q url.Values) (jobj, string) {
 // emptiness reads the cell's znodes outside /zookeeper (the root not
 // counted) and its sessions, linearizably.
 func (c *cell) emptiness() (fleet.Emptiness, error) {
-	v, err := c.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	return readValue(c.rep, nil, linearizableRead, func(v raftsm.View) (fleet.Emptiness, error) {
 		st, err := v.TreeStats()
 		if err != nil {
-			return nil, err
+			return fleet.Emptiness{}, err
 		}
 		ss, err := v.Sessions()
 		if err != nil {
-			return nil, err
+			return fleet.Emptiness{}, err
 		}
 		// Nodes counts the root; the /zookeeper subtree (small: the
 		// quota and config nodes) is the server's own.
 		own, err := countSubtree(v.Tree(), znode.ZooKeeperPath)
 		if err != nil {
-			return nil, err
+			return fleet.Emptiness{}, err
 		}
 		znodes := st.Nodes - 1 - own
 		return fleet.Emptiness{ShardID: c.shardID, Zxid: v.Zxid(), Znodes: max(znodes, 0), Sessions: int64(len(ss))}, nil
-	}), true)
-	if err != nil {
-		return fleet.Emptiness{}, err
-	}
-	return v.(fleet.Emptiness), nil
+	})
 }
 
 // countSubtree counts path and the nodes below it (0 if it does not

@@ -67,7 +67,7 @@ func (b consoleBackend) Authorize(r *http.Request) ([]jute.ID, error) {
 }
 
 func (b consoleBackend) Node(ids []jute.ID, path string) (*console.Node, error) {
-	v, err := b.s.consoleRead(func(v raftsm.View) (any, error) {
+	return consoleRead(b.s, func(v raftsm.View) (*console.Node, error) {
 		rd := znode.Reader{KV: v.Tree(), Auth: ids}
 		n, err := rd.GetData(path)
 		if err != nil {
@@ -79,21 +79,13 @@ func (b consoleBackend) Node(ids []jute.ID, path string) (*console.Node, error) 
 		}
 		return &console.Node{Data: n.Data, Stat: n.Stat(), ACL: acl}, nil
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*console.Node), nil
 }
 
 func (b consoleBackend) Children(ids []jute.ID, path string) ([]string, error) {
-	v, err := b.s.consoleRead(func(v raftsm.View) (any, error) {
+	return consoleRead(b.s, func(v raftsm.View) ([]string, error) {
 		_, names, err := znode.Reader{KV: v.Tree(), Auth: ids}.GetChildren(path)
 		return names, err
 	})
-	if err != nil {
-		return nil, err
-	}
-	return v.([]string), nil
 }
 
 func (b consoleBackend) Sessions() []console.Session {
@@ -182,7 +174,7 @@ func (b consoleBackend) write(ids []jute.ID, op jute.OpCode, req jute.Record) (*
 		return nil, errors.New(strings.TrimSpace(notServing))
 	}
 	cmd := &raftsm.Command{Kind: raftsm.KindRequest, Time: time.Now().UnixMilli(), Op: op, Auth: ids, Body: jute.Marshal(req)}
-	rep, _, err := b.s.cell.proposeRetry(cmd, b.s.ctx.Done())
+	rep, _, err := b.s.cell.rep.proposeRetry(cmd, b.s.ctx.Done())
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +218,7 @@ func (b consoleBackend) KillSession(id int64) error {
 		return errors.New(strings.TrimSpace(notServing))
 	}
 	cmd := &raftsm.Command{Kind: raftsm.KindCloseSession, Session: id, Time: time.Now().UnixMilli()}
-	rep, _, err := b.s.cell.proposeRetry(cmd, b.s.ctx.Done())
+	rep, _, err := b.s.cell.rep.proposeRetry(cmd, b.s.ctx.Done())
 	if err != nil {
 		return err
 	}

@@ -139,9 +139,8 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 		return
 	}
 	f.running.Store(true)
-	s.wg.Add(2)
-	go f.importLoop(nhc.RaftAddress)
-	go f.run()
+	s.routines.start(func() { f.importLoop(nhc.RaftAddress) })
+	s.routines.start(f.run)
 }
 
 // clientHostOf is the client host the map records for a member: the host
@@ -199,7 +198,6 @@ func (s *Server) importDefault(raftAddr string) *fleet.ImportDefault {
 // changes nothing once the default cell is imported, so every member
 // proposes it at every start.
 func (f *fleetMember) importLoop(raftAddr string) {
-	defer f.s.wg.Done()
 	cmd := f.s.importDefault(raftAddr)
 	for f.s.ctx.Err() == nil {
 		rep, err := f.propose(f.s.ctx, cmd)
@@ -271,7 +269,6 @@ func (f *fleetMember) readMap(ctx context.Context) (*fleet.Map, error) {
 // run keeps the hosted cells equal to what the map places here, until the
 // member stops; then it stops them all.
 func (f *fleetMember) run() {
-	defer f.s.wg.Done()
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
 	for {
@@ -349,6 +346,7 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	self := s.cfg.ReplicaID
 	rid, _ := c.ReplicaOf(self)
 	cl := newCell(s, c.Name, c.ShardID, rid)
+	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
 	cl.setLimits(c.Limits)
 	smCfg := raftsm.Config{
 		Dir:             filepath.Join(s.cfg.DataDir, "state"),
@@ -403,21 +401,25 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	}
 	h := &hostedCell{c: cl, spec: c}
 	h.ctx, h.cancel = context.WithCancel(s.ctx)
-	h.wg.Add(3)
-	go cl.sessionLoop(h.ctx, &h.wg)
-	go cl.sweepLoop(h.ctx, &h.wg)
-	go cl.digestLoopIf(h.ctx, &h.wg)
+	h.start(s, func() { cl.sessionLoop(h.ctx) })
+	h.start(s, func() { cl.sweepLoop(h.ctx) })
+	if s.cfg.DigestCheckInterval > 0 {
+		h.start(s, func() { cl.digestLoop(h.ctx) })
+	}
 	cl.log.Info("cell replica started", "shard", c.ShardID, "replica", rid, "join", join, "state", c.State.String())
 	return h, nil
 }
 
-// digestLoopIf is digestLoop when digest checks are on.
-func (c *cell) digestLoopIf(ctx context.Context, wg *sync.WaitGroup) {
-	if c.srv.cfg.DigestCheckInterval > 0 {
-		c.digestLoop(ctx, wg)
-		return
+// start runs fn as one of the cell's goroutines (the server's, counted in
+// wg too, so stopCell can wait for them).
+func (h *hostedCell) start(s *Server, fn func()) {
+	h.wg.Add(1)
+	if !s.routines.start(func() {
+		defer h.wg.Done()
+		fn()
+	}) {
+		h.wg.Done() // the server is stopping
 	}
-	wg.Done()
 }
 
 // listen binds the cell's client port on the member's client listen host
@@ -451,11 +453,7 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	f.mu.Lock()
 	h.ln, h.lnErr, h.lnPort = ln, nil, c.ClientPort
 	f.mu.Unlock()
-	h.wg.Add(1)
-	go func() {
-		defer h.wg.Done()
-		f.s.acceptLoop(ln, h.c)
-	}()
+	h.start(f.s, func() { f.s.acceptLoop(ln, h.c) })
 	h.c.log.Info("serving cell", "client", ln.Addr().String(), "shard", c.ShardID)
 }
 

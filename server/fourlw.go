@@ -413,14 +413,13 @@ func (s *cellView) ephemeralsByOwner() ([]int64, [][]string) {
 		owners []int64
 		paths  [][]string
 	}
-	v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	r, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (res, error) {
 		o, p, err := v.EphemeralsByOwner()
 		return res{o, p}, err
-	}))
+	})
 	if err != nil {
 		return nil, nil
 	}
-	r := v.(res)
 	return r.owners, r.paths
 }
 

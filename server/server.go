@@ -59,9 +59,10 @@ type Server struct {
 
 	ctx    context.Context
 	cancel context.CancelFunc
-	wg     sync.WaitGroup
+	// routines owns every goroutine the server starts (goroutines.go).
+	routines goroutines
 
-	// mu guards the connection table. Lock order: cell locks, then mu.
+	// mu guards the connection table (lock order: doc.go).
 	mu struct {
 		sync.Mutex
 		conns       map[*conn]struct{}
@@ -119,20 +120,12 @@ func (s *Server) cellOfShard(shardID uint64) *cell {
 // the Raft replica, waits until the shard has a leader, and listens for
 // clients. Close stops it.
 func New(cfg Config) (*Server, error) {
-	if err := cfg.Validate(); err != nil {
+	s, err := newServer(cfg)
+	if err != nil {
 		return nil, err
 	}
+	cfg = s.cfg
 	QuietRaftLogs()
-	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now(), audit: newAuditLog(cfg.AuditLog)}
-	s.mu.conns = map[*conn]struct{}{}
-	s.mu.perIP = map[string]int{}
-	s.cellsByShard = map[uint64]*cell{}
-	s.fleet = &fleetMember{s: s, wake: make(chan struct{}, 1)}
-	s.fleet.mu.hosted = map[string]*hostedCell{}
-	s.ctx, s.cancel = context.WithCancel(context.Background())
-	if err := s.initOps(); err != nil {
-		return nil, err
-	}
 
 	for _, d := range []string{cfg.DataDir, cfg.LogDir} {
 		if d == "" {
@@ -169,6 +162,7 @@ func New(cfg Config) (*Server, error) {
 	s.nh = nh
 
 	c := newCell(s, fleet.DefaultCell, cfg.ShardID, cfg.ReplicaID)
+	c.rep = &raftReplica{nh: nh, shardID: cfg.ShardID, srv: s, cell: c}
 	s.cell = c
 	s.registerCell(c)
 	ll.s.Store(s)
@@ -245,8 +239,8 @@ func New(cfg Config) (*Server, error) {
 		// One ReadIndex, which waits until the replica has applied every
 		// entry committed before this start (a restart replays the log's
 		// tail); after it local reads are linearizable (cell.localReads).
-		noop := raftsm.ReadFunc(func(raftsm.View) (any, error) { return nil, nil })
-		if _, err := c.read(noop, true); err != nil {
+		noop := readQuery{fn: func(raftsm.View) error { return nil }, linearizable: true}
+		if err := c.rep.read(nil, noop); err != nil {
 			nh.Close()
 			return nil, fmt.Errorf("server: first read: %w", err)
 		}
@@ -261,32 +255,25 @@ func New(cfg Config) (*Server, error) {
 	s.ln = ln
 	if err := s.startOps(); err != nil {
 		ln.Close()
+		s.routines.stop()
+		s.cancel()
+		s.routines.wait()
 		nh.Close()
 		return nil, err
 	}
-	s.wg.Add(4)
-	go func() {
-		defer s.wg.Done()
-		s.acceptLoop(ln, c)
-	}()
-	go c.sessionLoop(s.ctx, &s.wg)
-	go c.sweepLoop(s.ctx, &s.wg)
-	go c.membershipLoop(s.ctx, &s.wg)
-	s.wg.Add(1)
-	go c.checkImportLoop(s.ctx, &s.wg)
+	s.routines.start(func() { s.acceptLoop(ln, c) })
+	s.routines.start(func() { c.sessionLoop(s.ctx) })
+	s.routines.start(func() { c.sweepLoop(s.ctx) })
+	s.routines.start(func() { c.membershipLoop(s.ctx) })
+	s.routines.start(func() { c.checkImportLoop(s.ctx) })
 	if cfg.DigestCheckInterval > 0 {
-		s.wg.Add(1)
-		go c.digestLoop(s.ctx, &s.wg)
+		s.routines.start(func() { c.digestLoop(s.ctx) })
 	}
 	// The system shard beside the default cell, and the cells the map
 	// places here (fleet.go): after the default cell serves, so that a
 	// fleet without a quorum of upgraded members keeps serving it, and
 	// without holding up New.
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.startFleet(nhc)
-	}()
+	s.routines.start(func() { s.startFleet(nhc) })
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()
@@ -295,6 +282,25 @@ func New(cfg Config) (*Server, error) {
 	s.log.Info("serving", "client", ln.Addr().String(), "raft", raftListen,
 		"shard", cfg.ShardID, "replica", cfg.ReplicaID, "dataDir", cfg.DataDir,
 		"startup", time.Since(s.started).Round(time.Millisecond).String())
+	return s, nil
+}
+
+// newServer is a member's state before it has a replica or a listener:
+// its configuration (validated), connection table and operations.
+func newServer(cfg Config) (*Server, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now(), audit: newAuditLog(cfg.AuditLog)}
+	s.mu.conns = map[*conn]struct{}{}
+	s.mu.perIP = map[string]int{}
+	s.cellsByShard = map[uint64]*cell{}
+	s.fleet = &fleetMember{s: s, wake: make(chan struct{}, 1)}
+	s.fleet.mu.hosted = map[string]*hostedCell{}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	if err := s.initOps(); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -387,11 +393,10 @@ func (s *Server) acceptLoop(ln net.Listener, cl *cell) {
 			nc.Close()
 			continue
 		}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			c.serve()
-		}()
+		if !s.routines.start(c.serve) {
+			nc.Close()
+			s.unregister(c)
+		}
 	}
 }
 
@@ -474,13 +479,14 @@ func (s *Server) Close() error {
 		conns = append(conns, c)
 	}
 	s.mu.Unlock()
+	s.routines.stop()
 	s.cancel()
 	err := s.ln.Close()
 	s.stopOps()
 	for _, c := range conns {
 		c.close()
 	}
-	s.wg.Wait()
+	s.routines.wait()
 	s.nh.Close()
 	s.auditServer(auditStop, "invoked")
 	s.log.Info("stopped")

@@ -103,11 +103,10 @@ func (s *Server) writeAdminSnapshot() (path string, zxid, size int64, err error)
 		return "", 0, 0, fmt.Errorf("no ZooKeeper snapshot writer (AdminConfig.WriteSnapshot; cmd/zkraft sets it)")
 	}
 	start := time.Now()
-	v, err := s.consoleRead(func(v raftsm.View) (any, error) { return v.State() })
+	st, err := consoleRead(s, func(v raftsm.View) (*raftsm.ImportedState, error) { return v.State() })
 	if err != nil {
 		return "", 0, 0, fmt.Errorf("read the state: %w", err)
 	}
-	st := v.(*raftsm.ImportedState)
 	dir := filepath.Join(s.cfg.DataDir, snapshotDirName)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", 0, 0, err

@@ -175,7 +175,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	now := time.Now()
 	ms := now.Sub(p.start).Milliseconds()
 	s.counters.all.add(ms)
-	write := p.rs != nil
+	write := p.prop != nil
 	if write {
 		s.counters.writes.add(ms)
 	} else if !opTable[p.op].untimed {
@@ -210,12 +210,11 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 // figures of the member's applied state, which the state machine keeps with
 // every write (raftsm.TreeStats): O(1) on any tree.
 func (c *cell) treeCounts() (nodes, ephemerals, dataSize int64) {
-	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	st, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (raftsm.TreeStats, error) {
 		return v.TreeStats()
-	}))
+	})
 	if err != nil {
 		return 0, 0, 0
 	}
-	st := v.(raftsm.TreeStats)
 	return st.Nodes, st.Ephemerals, st.DataSize
 }

@@ -100,7 +100,6 @@ func (st *tlsState) stampFiles() []fileStamp {
 // tlsReloadLoop reloads the stores when their files change, until the
 // server closes.
 func (s *Server) tlsReloadLoop(st *tlsState) {
-	defer s.wg.Done()
 	t := time.NewTicker(tlsReloadPoll)
 	defer t.Stop()
 	for {
@@ -204,7 +203,6 @@ func onlyKeyBlocks(data []byte) []byte {
 // the handshake; the handshake runs on the connection's goroutine with a
 // deadline.
 func (s *Server) secureAcceptLoop(ln net.Listener) {
-	defer s.wg.Done()
 	for {
 		raw, err := ln.Accept()
 		if err != nil {
@@ -222,16 +220,17 @@ func (s *Server) secureAcceptLoop(ln net.Listener) {
 			continue
 		}
 		c.secure = true
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		if !s.routines.start(func() {
 			if !s.tlsHandshake(c, tc) {
 				c.close()
 				s.unregister(c)
 				return
 			}
 			c.serve()
-		}()
+		}) {
+			raw.Close()
+			s.unregister(c)
+		}
 	}
 }
 

@@ -4,6 +4,7 @@
 //	zkraft import ...   an Apache ZooKeeper data directory into a stopped zkraft
 //	zkraft export ...   a stopped zkraft as an Apache ZooKeeper data directory
 //	zkraft bench ...    a workload against ZooKeeper-compatible servers
+//	zkraft cell ...     list, show, create, change or delete the fleet's cells (a member's AdminServer)
 //	zkraft version
 //
 // zkraft COMMAND -h prints a command's flags.
@@ -43,6 +44,8 @@ func main() {
 		err = runImport(args)
 	case "export":
 		err = runExport(args)
+	case "cell":
+		err = runCell(args, os.Stdout)
 	default:
 		err = fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames)
 	}
@@ -69,12 +72,15 @@ func serve(args []string) error {
 	if err := checkServeImported(&cfg, logger); err != nil {
 		return err
 	}
+	// Before New: a signal while the member starts (its client port may
+	// already be open) stops it once it has started, instead of killing
+	// the process half-way.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	got := <-sig
 	logger.Info("stopping", "signal", got.String())
 	return srv.Close()
@@ -215,12 +221,13 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 }
 
 // commandNames are the commands main dispatches, for its error message.
-const commandNames = "serve, import, export, bench, version"
+const commandNames = "serve, import, export, bench, cell, version"
 
 const usageServe = `usage: zkraft [serve] [flags]    run a member (the default command)
        zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
        zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
        zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
+       zkraft cell SUBCOMMAND    list, show, create, limits, delete or purge the fleet's cells
        zkraft version            print the version
 
 zkraft COMMAND -h prints a command's flags. The flags of serve (with

@@ -60,9 +60,9 @@ var rules = []rule{
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the
 	// damaged-files work; the server calls it.
-	{pkg: "server", zk: []string{"raftsm", "znode", "session", "jute", "internal/storecheck", "console"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
-		why: "the server stands on raftsm, znode, session and jute; cmd/zkraft wires the rest in; " +
+		why: "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in; " +
 			"it reaches the store only through raftsm (its views, figures and checks)"},
 	// The web console is pages and JSON over a Backend the server
 	// implements: it sees no server internals, no Raft and no Pebble. Its

@@ -4,6 +4,7 @@
 //	zkraft import ...   an Apache ZooKeeper data directory into a stopped zkraft
 //	zkraft export ...   a stopped zkraft as an Apache ZooKeeper data directory
 //	zkraft bench ...    a workload against ZooKeeper-compatible servers
+//	zkraft proxy ...    a proxy in front of members (docs/proxy.md)
 //	zkraft version
 //
 // zkraft COMMAND -h prints a command's flags.
@@ -14,8 +15,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +46,8 @@ func main() {
 		err = runImport(args)
 	case "export":
 		err = runExport(args)
+	case "proxy":
+		err = runProxy(args)
 	default:
 		err = fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames)
 	}
@@ -106,6 +111,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		join       = fs.Bool("join", false, "start as a new member of a running ensemble that already added it (reconfig -add)")
 		reconfig   = fs.Bool("reconfig-enabled", false, "allow the reconfig op (ZooKeeper's reconfigEnabled)")
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
+		proxyPort  = fs.Int("proxy-port", 0, "port, on the client address's host, where zkraft proxies connect (docs/proxy.md; 0: none)")
 	)
 	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -181,6 +187,14 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		cfg.ReplicaID = *myID
 	}
 	cfg.BlockCacheBytes = *blockCache // zkraft's own: no zoo.cfg key
+	if *proxyPort > 0 {
+		// zkraft's own: no zoo.cfg key yet.
+		host, _, err := net.SplitHostPort(cfg.ClientAddr)
+		if err != nil {
+			return server.Config{}, nil, fmt.Errorf("--proxy-port: client address %q: %w", cfg.ClientAddr, err)
+		}
+		cfg.ProxyAddr = net.JoinHostPort(host, strconv.Itoa(*proxyPort))
+	}
 	cfg.Join = *join
 	if set["reconfig-enabled"] {
 		cfg.ReconfigEnabled = *reconfig
@@ -199,12 +213,13 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 }
 
 // commandNames are the commands main dispatches, for its error message.
-const commandNames = "serve, import, export, bench, version"
+const commandNames = "serve, import, export, bench, proxy, version"
 
 const usageServe = `usage: zkraft [serve] [flags]    run a member (the default command)
        zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
        zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
        zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
+       zkraft proxy [flags]      a proxy in front of members' --proxy-port (docs/proxy.md)
        zkraft version            print the version
 
 zkraft COMMAND -h prints a command's flags. The flags of serve (with

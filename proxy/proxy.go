@@ -253,3 +253,10 @@ func (p *Proxy) keepAliveLoop() {
 		}
 	}
 }
+
+// Clients is the number of client connections the proxy holds.
+func (p *Proxy) Clients() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.clients)
+}

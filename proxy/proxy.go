@@ -260,3 +260,14 @@ func (p *Proxy) Clients() int {
 	defer p.mu.Unlock()
 	return len(p.mu.clients)
 }
+
+// Upstream is the member address of the upstream connection, "" while
+// there is none.
+func (p *Proxy) Upstream() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.up == nil {
+		return ""
+	}
+	return p.mu.up.addr
+}

@@ -52,6 +52,8 @@ type Server struct {
 
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
 
+	up upstreams // the proxies' listener and connections (upstream.go)
+
 	// readHook, set by tests only, runs inside every client read, on the
 	// read's snapshot, before it reads: a test holds a read there to apply
 	// changes while it runs.
@@ -240,6 +242,12 @@ func New(cfg Config) (*Server, error) {
 		s.routines.stop()
 		s.cancel()
 		s.routines.wait()
+		nh.Close()
+		return nil, err
+	}
+	if err := s.startUpstream(); err != nil {
+		ln.Close()
+		s.stopOps()
 		nh.Close()
 		return nil, err
 	}
@@ -493,6 +501,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	err := s.ln.Close()
 	s.stopOps()
+	s.stopUpstream()
 	for _, c := range conns {
 		c.close()
 	}

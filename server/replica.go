@@ -37,7 +37,7 @@ type replica interface {
 	// change them, one at a time (changeID 0: whatever the current one).
 	membership(ctx context.Context) (shardMembers, error)
 	addReplica(ctx context.Context, id uint64, addr string, nonVoting bool, changeID uint64) error
-	removeReplica(ctx context.Context, id uint64) error
+	removeReplica(ctx context.Context, id uint64, changeID uint64) error
 }
 
 // proposal is a proposed command on its way through the log.
@@ -45,6 +45,9 @@ type proposal interface {
 	// wait returns the command's reply once it is applied, net.ErrClosed
 	// if done closes first.
 	wait(done <-chan struct{}) (*raftsm.Reply, error)
+	// ready reports whether wait would return at once (the reply has
+	// arrived); the pipeline then answers it with the replies before it.
+	ready() bool
 }
 
 // readTicket is a linearizable read's round started ahead of the read.

@@ -16,6 +16,7 @@ import (
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -29,7 +30,13 @@ type Server struct {
 	nh  *dragonboat.NodeHost
 	ln  net.Listener
 
-	cell *cell // the one namespace served on the client listener
+	cell  *cell        // the default cell, served on the client listener
+	fleet *fleetMember // the system shard and the other cells hosted here (fleet.go)
+
+	// cellsMu guards cellsByShard: every cell with a replica on the
+	// NodeHost, the default one too, for Dragonboat's events.
+	cellsMu      sync.Mutex
+	cellsByShard map[uint64]*cell
 
 	started time.Time
 	stats   stats
@@ -43,6 +50,8 @@ type Server struct {
 	ops         opsState
 
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
+
+	up upstreams // the proxies' listener and connections (upstream.go)
 
 	// readHook, set by tests only, runs inside every client read, on the
 	// read's snapshot, before it reads: a test holds a read there to apply
@@ -73,9 +82,39 @@ type stats struct {
 type leaderListener struct{ s atomic.Pointer[Server] }
 
 func (l *leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
-	if s := l.s.Load(); s != nil && s.cell != nil && info.ShardID == s.cell.shardID {
-		s.cell.leaderUpdated(info)
+	s := l.s.Load()
+	if s == nil {
+		return
 	}
+	if info.ShardID == fleet.SystemShardID {
+		s.fleet.leaderID.Store(info.LeaderID)
+		return
+	}
+	if c := s.cellOfShard(info.ShardID); c != nil {
+		c.leaderUpdated(info)
+	}
+}
+
+// registerCell makes c hear its shard's Dragonboat events; before its
+// replica starts.
+func (s *Server) registerCell(c *cell) {
+	s.cellsMu.Lock()
+	s.cellsByShard[c.shardID] = c
+	s.cellsMu.Unlock()
+}
+
+func (s *Server) unregisterCell(c *cell) {
+	s.cellsMu.Lock()
+	if s.cellsByShard[c.shardID] == c {
+		delete(s.cellsByShard, c.shardID)
+	}
+	s.cellsMu.Unlock()
+}
+
+func (s *Server) cellOfShard(shardID uint64) *cell {
+	s.cellsMu.Lock()
+	defer s.cellsMu.Unlock()
+	return s.cellsByShard[shardID]
 }
 
 // New starts a member: it opens (or creates) the data directories, starts
@@ -123,9 +162,10 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.nh = nh
 
-	c := newCell(s, cfg.ShardID, cfg.ReplicaID)
+	c := newCell(s, fleet.DefaultCell, cfg.ShardID, cfg.ReplicaID)
 	c.rep = &raftReplica{nh: nh, shardID: cfg.ShardID, srv: s, cell: c}
 	s.cell = c
+	s.registerCell(c)
 	ll.s.Store(s)
 	rc, smCfg := ReplicaConfig(cfg, c)
 	members := map[uint64]dragonboat.Target{}
@@ -204,7 +244,13 @@ func New(cfg Config) (*Server, error) {
 		nh.Close()
 		return nil, err
 	}
-	s.routines.start(s.acceptLoop)
+	if err := s.startUpstream(); err != nil {
+		ln.Close()
+		s.stopOps()
+		nh.Close()
+		return nil, err
+	}
+	s.routines.start(func() { s.acceptLoop(ln, c) })
 	s.routines.start(func() { c.sessionLoop(s.ctx) })
 	s.routines.start(func() { c.sweepLoop(s.ctx) })
 	s.routines.start(func() { c.membershipLoop(s.ctx) })
@@ -212,6 +258,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DigestCheckInterval > 0 {
 		s.routines.start(func() { c.digestLoop(s.ctx) })
 	}
+	// The system shard beside the default cell, and the cells the map
+	// places here (fleet.go): after the default cell serves, so that a
+	// fleet without a quorum of upgraded members keeps serving it, and
+	// without holding up New.
+	s.routines.start(func() { s.startFleet(nhc) })
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()
@@ -260,6 +311,9 @@ func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now(), audit: newAuditLog(cfg.AuditLog)}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
+	s.cellsByShard = map[uint64]*cell{}
+	s.fleet = &fleetMember{s: s, wake: make(chan struct{}, 1)}
+	s.fleet.mu.hosted = map[string]*hostedCell{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.initOps(); err != nil {
 		return nil, err
@@ -339,9 +393,10 @@ func (s *Server) closeClients(c *cell) {
 // Addr is the client listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-func (s *Server) acceptLoop() {
+// acceptLoop accepts the clients of cell c on ln until ln closes.
+func (s *Server) acceptLoop(ln net.Listener, cl *cell) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -350,7 +405,7 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c, ok := s.register(nc)
+		c, ok := s.register(nc, cl)
 		if !ok {
 			nc.Close()
 			continue
@@ -370,7 +425,7 @@ func remoteIP(nc net.Conn) string {
 	return host
 }
 
-func (s *Server) register(nc net.Conn) (*conn, bool) {
+func (s *Server) register(nc net.Conn, cl *cell) (*conn, bool) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -391,7 +446,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		s.counters.connRejected.Add(1)
 		return nil, false
 	}
-	c := newConn(s, s.cell, nc, ip)
+	c := newConn(s, cl, nc, ip)
 	s.mu.conns[c] = struct{}{}
 	s.mu.perIP[ip]++
 	s.mu.perListener[listenerIndex(secure)]++
@@ -445,6 +500,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	err := s.ln.Close()
 	s.stopOps()
+	s.stopUpstream()
 	for _, c := range conns {
 		c.close()
 	}
@@ -457,10 +513,6 @@ func (s *Server) Close() error {
 
 // lastZxid is the last zxid applied on this member.
 func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
-
-// superAuth reads everything, for the server's own bookkeeping (the
-// AdminServer's authorization and the console read ACLs with it).
-var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 
 // NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data
 // dirs and Raft address, for the server and for the offline commands

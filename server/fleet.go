@@ -7,7 +7,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/raftsm"
-	"github.com/zkraft/zkraft/znode"
 )
 
 // fleetMember is this member's side of the fleet (docs/cells.md): its
@@ -125,7 +123,7 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 	}
 	gate := newOpenGate()
 	gate.verdict <- nil
-	factory := gate.factory(fleet.NewFactory(fleet.Config{Dir: filepath.Join(s.cfg.DataDir, "state"), Sink: f}))
+	factory := gate.factory(fleet.NewFactory(fleet.Config{Dir: DataDirsOf(s.cfg).State(), Sink: f}))
 	if err := raftCall(func() error {
 		return s.nh.StartOnDiskReplica(s.fleetVoters(nhc.RaftAddress), false, factory, rc)
 	}); err != nil {
@@ -134,7 +132,7 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 	}
 	if res := <-gate.opened; res.err != nil {
 		s.log.Error("cells: the system shard's store did not open; serving the default cell only",
-			"dir", fleet.StoreDir(filepath.Join(s.cfg.DataDir, "state"), fleet.SystemShardID, s.cfg.ReplicaID), "err", res.err)
+			"dir", fleet.StoreDir(DataDirsOf(s.cfg).State(), fleet.SystemShardID, s.cfg.ReplicaID), "err", res.err)
 		s.nh.StopReplica(fleet.SystemShardID, s.cfg.ReplicaID)
 		return
 	}
@@ -344,25 +342,11 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	cl := newCell(s, c.Name, c.ShardID, rid)
 	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
 	cl.setLimits(c.Limits)
-	smCfg := raftsm.Config{
-		Dir:             filepath.Join(s.cfg.DataDir, "state"),
-		Options:         znode.Options{ExtendedTypes: s.cfg.ExtendedTypes, EnforceQuota: s.cfg.EnforceQuota},
-		Sink:            cl,
-		HistoryMax:      s.cfg.HistoryMax,
-		HistoryMaxAge:   int64(s.cfg.HistoryMaxAge / time.Millisecond),
-		BlockCacheBytes: s.cfg.BlockCacheBytes,
-	}
-	rc := dbconfig.Config{
-		ShardID:            c.ShardID,
-		ReplicaID:          rid,
-		CheckQuorum:        true,
-		PreVote:            true,
-		ElectionRTT:        s.cfg.ElectionRTT,
-		HeartbeatRTT:       s.cfg.HeartbeatRTT,
-		SnapshotEntries:    s.cfg.SnapshotEntries,
-		CompactionOverhead: s.cfg.SnapshotEntries / 5,
-		MaxInMemLogSize:    256 << 20,
-	}
+	// The member's replica configuration, for the cell's shard and
+	// replica id.
+	cellCfg := s.cfg
+	cellCfg.ShardID, cellCfg.ReplicaID = c.ShardID, rid
+	rc, smCfg := ReplicaConfig(cellCfg, cl)
 	// A voter of the placement the cell was created with starts with
 	// those voters as the shard's initial members (Dragonboat ignores
 	// them once the replica has state); an observer joins, with no
@@ -525,7 +509,7 @@ func (f *fleetMember) stopCell(h *hostedCell, remove bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	dir := raftsm.StoreDir(filepath.Join(s.cfg.DataDir, "state"), h.c.shardID, h.c.replicaID)
+	dir := DataDirsOf(s.cfg).StateStore(h.c.shardID, h.c.replicaID)
 	if err := os.RemoveAll(dir); err != nil {
 		h.c.log.Warn("cells: remove the replica's store", "dir", dir, "err", err)
 	}

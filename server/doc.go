@@ -38,9 +38,16 @@
 //  7. goroutines.mu, then goroutines.timers (goroutines.go): a goroutine
 //     may be started with any lock above held.
 //
+// fleetMember.mu (fleet.go: the cells hosted here) comes before every lock
+// of a cell (2 to 5) and Server.mu. The proxy tier's upstream connections
+// (upstream.go): upstreams.mu, then an upstream's locks, never the other
+// way.
+//
 // Leaves, under which nothing else is taken: outstandingLimit.mu (taken
 // with no other lock held, limits.go), cell.servingMu, connStats.mu (then
-// its latency's mu, stats.go), peerListener.mu (ops.go).
+// its latency's mu, stats.go), peerListener.mu (ops.go), Server.cellsMu,
+// auditLog.mu (audit.go), a cell's tokenBucket.mu (celllimits.go),
+// snapshotLimiter.mu (snapshotstream.go).
 //
 // The connection pipeline and the cell's loops reach the shard through
 // the replica interface (replica.go: propose, linearizable and local

@@ -317,9 +317,8 @@ func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string
 
 type loader struct {
 	*proc
-	out    *bufio.Scanner
-	stdin  io.WriteCloser
-	result chan int
+	out   *bufio.Scanner
+	stdin io.WriteCloser
 }
 
 func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {

@@ -1,6 +1,7 @@
 package raftsm
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/zkraft/zkraft/jute"
@@ -186,13 +187,37 @@ type Reply struct {
 	Err  jute.ErrCode
 	Zxid int64
 	Body []byte
+	// resp, when set, is the response record that Encode writes as Body
+	// (Body is then nil): Update encodes a reply once, not the record and
+	// then a copy of it.
+	resp jute.Record
 }
 
 func (p *Reply) Encode(w *jute.Writer) {
 	w.Int(int32(p.Err))
 	w.Long(p.Zxid)
-	w.Buffer(p.Body)
+	if p.resp == nil {
+		w.Buffer(p.Body)
+		return
+	}
+	// The record in place of the buffer's bytes, its length written
+	// after it: what w.Buffer(jute.Marshal(p.resp)) writes.
+	at := w.Len()
+	w.Int(0)
+	p.resp.Encode(w)
+	binary.BigEndian.PutUint32(w.Bytes()[at:], uint32(w.Len()-at-4))
 }
+
+// encodeReply is a reply's bytes as Update returns them in Result.Data.
+func encodeReply(r *Reply) []byte {
+	w := jute.NewWriter(replyBytesHint)
+	r.Encode(w)
+	return w.Bytes()
+}
+
+// replyBytesHint is the buffer encodeReply starts with: the header and a
+// Stat (setData, multi of one op) fit.
+const replyBytesHint = 128
 
 func (p *Reply) Decode(r *jute.Reader) {
 	p.Err = jute.ErrCode(r.Int())

@@ -109,6 +109,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		join       = fs.Bool("join", false, "start as a new member of a running ensemble that already added it (reconfig -add)")
 		reconfig   = fs.Bool("reconfig-enabled", false, "allow the reconfig op (ZooKeeper's reconfigEnabled)")
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
+		auditLog   = fs.String("audit-log", "", "write ZooKeeper's audit log (zookeeper.audit.enable) to this file, appending; - for stderr")
 	)
 	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -198,6 +199,18 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 	}
 
 	ops.apply(&cfg, set, *configPath != "")
+	switch *auditLog {
+	case "":
+	case "-":
+		cfg.AuditLog = os.Stderr
+	default:
+		f, err := os.OpenFile(*auditLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return server.Config{}, nil, fmt.Errorf("--audit-log: %w", err)
+		}
+		cfg.AuditLog = f // open while the process runs
+	}
+	cfg.Admin.WriteSnapshot = writeZooKeeperSnapshot // adminsnapshot.go
 	return cfg, notes, nil
 }
 

@@ -2,6 +2,7 @@ package raftsm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	"github.com/cockroachdb/pebble"
@@ -24,4 +25,20 @@ func StoredApplied(db *pebble.DB) (uint64, error) {
 		return 0, fmt.Errorf("%w: applied index of %d bytes", ErrBadSnapshot, len(v))
 	}
 	return binary.BigEndian.Uint64(v), nil
+}
+
+// InspectApplied is a read-only store's inspection (what
+// internal/storecheck.Check runs on the store it opened) that reads the
+// stored applied index into *applied; an index that does not decode is
+// returned as bad(err), the caller's report of a damaged store. With it
+// the member checks its store without knowing Pebble.
+func InspectApplied(applied *uint64, bad func(error) error) func(*pebble.DB) error {
+	return func(db *pebble.DB) error {
+		a, err := StoredApplied(db)
+		if errors.Is(err, ErrBadSnapshot) {
+			return bad(err)
+		}
+		*applied = a
+		return err
+	}
 }

@@ -89,8 +89,26 @@ func (v View) EphemeralsByOwner() (owners []int64, paths [][]string, err error) 
 	return owners, paths, nil
 }
 
-// StoreMetrics returns the Pebble store's metrics (sizes, compactions).
-func (v View) StoreMetrics() *pebble.Metrics { return v.db.Metrics() }
+// StoreFigures are the figures of a replica's Pebble store that the
+// member's metrics show, so that the server need not know Pebble.
+type StoreFigures struct {
+	DiskBytes     uint64  // disk space used
+	MemTableBytes uint64  // memtable size
+	WALBytes      uint64  // write-ahead log size
+	LevelBytes    []int64 // sstable bytes by level
+	Compactions   int64   // compactions run
+}
+
+// StoreFigures returns the Pebble store's figures (sizes, compactions).
+func (v View) StoreFigures() *StoreFigures {
+	m := v.db.Metrics()
+	f := &StoreFigures{DiskBytes: m.DiskSpaceUsage(), MemTableBytes: m.MemTable.Size, WALBytes: m.WAL.Size,
+		Compactions: m.Compact.Count, LevelBytes: make([]int64, len(m.Levels))}
+	for i := range m.Levels {
+		f.LevelBytes[i] = m.Levels[i].Size
+	}
+	return f
+}
 
 // AppliedIndex is the Raft index of the last applied entry.
 func (v View) AppliedIndex() (uint64, error) {

@@ -4,14 +4,16 @@ import (
 	"fmt"
 	"html"
 	"net/http"
-	"net/url"
 	"strconv"
 	"strings"
+
+	"github.com/zkraft/zkraft/console"
 )
 
 // adminHandler serves ZooKeeper's AdminServer API: GET <url> lists the
 // commands, GET <url>/<name or alias> runs one and answers JSON in
-// Jackson's pretty format, with "command" and "error" appended.
+// Jackson's pretty format, with "command" and "error" appended (POST for
+// shed_connections; serveAdminCommand).
 func (s *Server) adminHandler() http.Handler {
 	base := s.cfg.Admin.CommandURL
 	mux := http.NewServeMux()
@@ -25,41 +27,23 @@ func (s *Server) adminHandler() http.Handler {
 		w.Write([]byte(b.String()))
 	}
 	mux.HandleFunc(base, list)
+	// The web console (package console; console.go).
+	ch := console.Handler(consoleBackend{s}, consolePrefix)
+	mux.Handle(consolePrefix, ch)
+	mux.Handle(consolePrefix+"/", ch)
 	mux.HandleFunc(base+"/", func(w http.ResponseWriter, r *http.Request) {
 		name := strings.Trim(strings.TrimPrefix(r.URL.Path, base), "/")
 		if name == "" {
 			list(w, r)
 			return
 		}
-		body := s.adminCommand(name, r.URL.Query())
-		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(body))
+		s.serveAdminCommand(w, r, name) // adminauth.go
 	})
 	return mux
 }
 
 // jobj is a JSON object that keeps its key order.
 type jobj []kv
-
-// adminCommand runs one command of the registry and renders its JSON,
-// with "command" (its primary name) and "error" appended as ZooKeeper's
-// CommandResponse does.
-func (s *Server) adminCommand(name string, query url.Values) string {
-	cmd, ok := commandByName(name)
-	if !ok {
-		return renderJSON(jobj{{"command", nil}, {"error", "Unknown command: " + name}})
-	}
-	out, errText := jobj{}, strings.TrimSuffix(notServing, "\n")
-	if !cmd.needsServing(false) || s.cell.serving() {
-		out, errText = cmd.json(s, query)
-	}
-	if errText != "" {
-		out = append(out, kv{"error", errText}, kv{"command", cmd.name})
-	} else {
-		out = append(out, kv{"command", cmd.name}, kv{"error", nil})
-	}
-	return renderJSON(out)
-}
 
 // serverStatsJSON is server_stats, and with the connections stats.
 func (s *Server) serverStatsJSON(withConns bool) jobj {

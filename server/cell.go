@@ -2,14 +2,11 @@ package server
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/lni/dragonboat/v4"
 	"github.com/lni/dragonboat/v4/raftio"
 
 	"github.com/zkraft/zkraft/jute"
@@ -21,6 +18,7 @@ import (
 // as this member sees them.
 type cell struct {
 	srv       *Server
+	rep       replica // the shard: proposals, reads, membership (replica.go)
 	shardID   uint64
 	replicaID uint64
 
@@ -89,6 +87,7 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			c.tracker.Add(ev.Session, time.Duration(ev.Timeout)*time.Millisecond)
 			c.seen(ev.Index, ev.Session)
 		case raftsm.EventSessionClosed:
+			c.srv.auditEphemerals(events[:i], ev) // audit.go
 			c.tracker.Remove(ev.Session)
 			c.mu.Lock()
 			delete(c.mu.seen, ev.Session)
@@ -104,8 +103,8 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 			// The state came from another replica's snapshot: watches here
 			// may have missed changes and sessions differ. Clients reconnect
 			// (re-sending their watches) and the tracker is rebuilt.
-			go c.srv.closeClients(c)
-			go c.reloadSessions()
+			c.srv.routines.start(func() { c.srv.closeClients(c) })
+			c.srv.routines.start(c.reloadSessions)
 		case raftsm.EventKeepAlive:
 			c.tracker.Touch(ev.Sessions...)
 			c.seen(ev.Index, ev.Sessions...)
@@ -143,7 +142,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 	if now && !was {
 		// A new leader gives every session a full timeout before expiring
 		// any: it reloads them from the state machine and extends them.
-		go c.reloadSessions()
+		c.srv.routines.start(c.reloadSessions)
 	}
 	if prev != info.LeaderID {
 		c.notifyLeaderChange()
@@ -152,7 +151,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 		// Requests already on their way to the old leader would wait for
 		// their timeout: connections with requests in flight are closed
 		// now, so those clients retry at once (idle ones stay).
-		go c.srv.closeBusyClients(c)
+		c.srv.routines.start(func() { c.srv.closeBusyClients(c) })
 	}
 	if info.LeaderID == 0 && prev != 0 {
 		// Like a ZooKeeper follower that lost its leader, stop serving, but
@@ -162,7 +161,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 		// longer closes its clients so they move to a member that can
 		// answer.
 		gen := c.leaderGen.Add(1)
-		time.AfterFunc(c.srv.leaderGrace(), func() {
+		c.srv.routines.afterFunc(c.srv.leaderGrace(), func() {
 			if c.leaderGen.Load() == gen && !c.serving() {
 				c.srv.closeClients(c)
 			}
@@ -201,51 +200,6 @@ func (c *cell) notifyLeaderChange() {
 	c.servingMu.Unlock()
 	if ch != nil {
 		close(ch)
-	}
-}
-
-// proposeRetry proposes an idempotent command and proposes it again
-// whenever the leader changes before its result arrives (it may have gone
-// to a leader that died), until it completes, ProposalTimeout passes, or
-// done closes. retried tells the caller a duplicate may have been applied.
-func (c *cell) proposeRetry(cmd *raftsm.Command, done <-chan struct{}) (rep *raftsm.Reply, retried bool, err error) {
-	deadline := time.NewTimer(c.srv.cfg.ProposalTimeout)
-	defer deadline.Stop()
-	for attempt := 0; ; attempt++ {
-		changed := c.leaderChanged()
-		rs, err := c.propose(cmd)
-		if err != nil {
-			return nil, attempt > 0, err
-		}
-		// An attempt that neither completes nor sees a leader change within
-		// a few election timeouts is proposed again: it may have gone to a
-		// leader that died without this member noticing yet.
-		retry := time.NewTimer(c.srv.leaderGrace())
-		select {
-		case <-retry.C:
-			continue
-		case r := <-rs.ResultC():
-			retry.Stop()
-			rs.Release()
-			rep, err := replyOf(r)
-			if err != nil && r.Dropped() && attempt < 20 {
-				// No leader yet: wait for one, then try again.
-				if !c.waitServing(c.srv.leaderGrace(), done) {
-					return nil, attempt > 0, err
-				}
-				continue
-			}
-			return rep, attempt > 0, err
-		case <-changed:
-			// Try again with the new leader.
-			retry.Stop()
-		case <-deadline.C:
-			retry.Stop()
-			return nil, attempt > 0, fmt.Errorf("%w: timeout", errNotCompleted)
-		case <-done:
-			retry.Stop()
-			return nil, attempt > 0, net.ErrClosed
-		}
 	}
 }
 
@@ -292,21 +246,21 @@ func (c *cell) reloadSessions() {
 		sessions []raftsm.SessionInfo
 		applied  uint64
 	}
-	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	v, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (loaded, error) {
 		ss, err := v.Sessions()
 		return loaded{ss, v.Applied()}, err
-	}))
+	})
 	if err != nil {
 		c.srv.log.Warn("reload sessions", "shard", c.shardID, "err", err)
 		c.tracker.ExtendAll()
 		return
 	}
-	sessions := v.(loaded).sessions
+	sessions := v.sessions
 	for _, s := range sessions {
 		c.tracker.Add(s.ID, time.Duration(s.Timeout)*time.Millisecond)
 		// Every keep-alive stored so far is at or below this index: the
 		// fresh full timeout starts from this view.
-		c.seen(v.(loaded).applied, s.ID)
+		c.seen(v.applied, s.ID)
 	}
 	c.tracker.ExtendAll()
 	c.srv.log.Info("sessions reloaded with a full timeout", "shard", c.shardID, "sessions", len(sessions))
@@ -316,8 +270,7 @@ func (c *cell) reloadSessions() {
 func (c *cell) serving() bool { return c.leaderID.Load() != 0 }
 
 // sessionLoop proposes keep-alive batches and, on the leader, expiries.
-func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) sessionLoop(ctx context.Context) {
 	interval := c.srv.cfg.TickTime / 2
 	if interval < 10*time.Millisecond {
 		interval = 10 * time.Millisecond
@@ -374,8 +327,7 @@ func (c *cell) sessionLoop(ctx context.Context, wg *sync.WaitGroup) {
 // sweepLoop is ZooKeeper's ContainerManager: on the leader, every check
 // interval, it proposes the deletion of empty containers that have had a
 // child and of expired TTL nodes (op deleteContainer, session 0).
-func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) sweepLoop(ctx context.Context) {
 	t := time.NewTicker(c.srv.cfg.ContainerCheckInterval)
 	defer t.Stop()
 	for {
@@ -388,14 +340,14 @@ func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		now := time.Now().UnixMilli()
-		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		paths, err := readValue(c.rep, nil, localRead, func(v raftsm.View) ([]string, error) {
 			return v.SweepCandidates(now, maxSweepPerInterval)
-		}))
+		})
 		if err != nil {
 			c.srv.log.Warn("container sweep", "err", err)
 			continue
 		}
-		for _, p := range v.([]string) {
+		for _, p := range paths {
 			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindRequest, Op: jute.OpDeleteContainer, Time: now,
 				Body: jute.Marshal(&jute.DeleteContainerRequest{Path: p})})
 		}
@@ -406,24 +358,22 @@ func (c *cell) sweepLoop(ctx context.Context, wg *sync.WaitGroup) {
 // whose state was imported and not yet compared proposes its record (to
 // whichever member leads); every replica checks it against its own and one
 // that differs stops instead of diverging (raftsm.KindCheckImport).
-func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) checkImportLoop(ctx context.Context) {
 	for attempt := 0; ctx.Err() == nil; attempt++ {
 		type rec struct {
 			b       []byte
 			checked bool
 		}
-		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		r, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (rec, error) {
 			b, checked, err := v.ImportRecord()
 			return rec{b, checked}, err
-		}))
+		})
 		if err == nil {
-			r := v.(rec)
 			if r.b == nil || r.checked {
 				return
 			}
 			if c.waitServing(c.srv.leaderGrace(), ctx.Done()) {
-				rep, _, err := c.proposeRetry(&raftsm.Command{Kind: raftsm.KindCheckImport, Body: r.b, Time: time.Now().UnixMilli()}, ctx.Done())
+				rep, _, err := c.rep.proposeRetry(&raftsm.Command{Kind: raftsm.KindCheckImport, Body: r.b, Time: time.Now().UnixMilli()}, ctx.Done())
 				if err == nil && rep.Err == jute.ErrOK {
 					c.srv.log.Info("import record compared across the ensemble", "shard", c.shardID)
 					return
@@ -442,8 +392,7 @@ func (c *cell) checkImportLoop(ctx context.Context, wg *sync.WaitGroup) {
 // leader, every DigestCheckInterval, it proposes its digest after the last
 // entry it applied (raftsm.KindCheckDigest); a replica whose digest after
 // that entry differs stops instead of serving a different tree.
-func (c *cell) digestLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) digestLoop(ctx context.Context) {
 	t := time.NewTicker(c.srv.cfg.DigestCheckInterval)
 	defer t.Stop()
 	for {
@@ -456,13 +405,12 @@ func (c *cell) digestLoop(ctx context.Context, wg *sync.WaitGroup) {
 			continue
 		}
 		type at struct{ index, digest uint64 }
-		v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		a, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (at, error) {
 			return at{v.Applied(), v.Digest()}, nil
-		}))
+		})
 		if err != nil {
 			continue
 		}
-		a := v.(at)
 		c.proposeAsync(&raftsm.Command{Kind: raftsm.KindCheckDigest, Body: raftsm.DigestCheck(a.index, a.digest), Time: time.Now().UnixMilli()})
 	}
 }
@@ -480,145 +428,17 @@ func hexIDs(ids []int64) []string {
 
 // proposeAsync proposes a command whose result nobody waits for.
 func (c *cell) proposeAsync(cmd *raftsm.Command) {
-	rs, err := c.propose(cmd)
+	p, err := c.rep.propose(cmd)
 	if err != nil {
 		c.srv.log.Warn("propose", "kind", cmd.Kind.String(), "err", err)
 		return
 	}
-	go func() {
-		r := <-rs.ResultC()
-		if !r.Completed() {
-			c.srv.log.Warn("proposal not completed", "kind", cmd.Kind.String())
+	c.srv.routines.start(func() {
+		// Stopping (ctx done): nobody needs to know.
+		if _, err := p.wait(c.srv.ctx.Done()); err != nil && c.srv.ctx.Err() == nil {
+			c.srv.log.Warn("proposal not completed", "kind", cmd.Kind.String(), "err", err)
 		}
-		rs.Release()
-	}()
-}
-
-func (c *cell) propose(cmd *raftsm.Command) (*dragonboat.RequestState, error) {
-	data := raftsm.EncodeCommand(cmd)
-	c.srv.counters.proposal(len(data))
-	return c.srv.nh.Propose(c.srv.nh.GetNoOPSession(c.shardID), data, c.srv.cfg.ProposalTimeout)
-}
-
-// proposeWait proposes and waits for the reply.
-func (c *cell) proposeWait(cmd *raftsm.Command) (*raftsm.Reply, error) {
-	return c.proposeWaitUntil(cmd, nil)
-}
-
-// proposeWaitUntil is proposeWait that gives up when done closes (the
-// command may still be applied).
-func (c *cell) proposeWaitUntil(cmd *raftsm.Command, done <-chan struct{}) (*raftsm.Reply, error) {
-	rs, err := c.propose(cmd)
-	if err != nil {
-		return nil, err
-	}
-	select {
-	case r := <-rs.ResultC():
-		rs.Release()
-		return replyOf(r)
-	case <-done:
-		return nil, net.ErrClosed
-	}
-}
-
-var errNotCompleted = errors.New("server: proposal not completed")
-
-func replyOf(r dragonboat.RequestResult) (*raftsm.Reply, error) {
-	if !r.Completed() {
-		switch {
-		case r.Timeout():
-			return nil, fmt.Errorf("%w: timeout", errNotCompleted)
-		case r.Dropped():
-			return nil, fmt.Errorf("%w: dropped", errNotCompleted)
-		case r.Terminated():
-			return nil, fmt.Errorf("%w: terminated", errNotCompleted)
-		case r.Rejected():
-			return nil, fmt.Errorf("%w: rejected", errNotCompleted)
-		}
-		return nil, errNotCompleted
-	}
-	rep := new(raftsm.Reply)
-	if err := jute.Unmarshal(r.GetResult().Data, rep); err != nil {
-		return nil, err
-	}
-	return rep, nil
-}
-
-// read runs fn against the replica: after a ReadIndex in linearizable
-// mode, locally in sequential mode (and always locally when linearizable
-// is false, e.g. after sync has already caught up).
-// readTicket is a ReadIndex asked for ahead of the read it serves.
-type readTicket struct {
-	rs *dragonboat.RequestState
-}
-
-// startRead asks for a ReadIndex now; nil if it could not be asked (the
-// read then takes the ordinary path).
-func (c *cell) startRead() *readTicket {
-	rs, err := c.srv.nh.ReadIndex(c.shardID, c.srv.cfg.ProposalTimeout)
-	if err != nil {
-		return nil
-	}
-	return &readTicket{rs: rs}
-}
-
-// readWith runs fn after the ticket's ReadIndex, falling back to read
-// (with its retries) if the ticket did not complete.
-// fn is a raftsm.ReadFunc or raftsm.LockedReadFunc.
-func (c *cell) readWith(t *readTicket, fn any, linearizable bool) (any, error) {
-	if t == nil || !linearizable {
-		return c.read(fn, linearizable)
-	}
-	changed := c.leaderChanged()
-	select {
-	case r := <-t.rs.ResultC():
-		if r.Completed() {
-			v, err := c.srv.nh.ReadLocalNode(t.rs, fn)
-			t.rs.Release()
-			return v, err
-		}
-		t.rs.Release()
-	case <-changed:
-	case <-time.After(c.srv.leaderGrace()):
-	}
-	return c.read(fn, linearizable)
-}
-
-func (c *cell) read(fn any, linearizable bool) (any, error) {
-	nh := c.srv.nh
-	if !linearizable {
-		return nh.StaleRead(c.shardID, fn)
-	}
-	// A ReadIndex is idempotent: if the leader changes (or one that died
-	// is still believed alive) before it completes, ask again.
-	deadline := time.Now().Add(c.srv.cfg.ProposalTimeout)
-	for {
-		changed := c.leaderChanged()
-		rs, err := nh.ReadIndex(c.shardID, c.srv.cfg.ProposalTimeout)
-		if err != nil {
-			return nil, err
-		}
-		retry := time.NewTimer(c.srv.leaderGrace())
-		select {
-		case r := <-rs.ResultC():
-			retry.Stop()
-			if r.Completed() {
-				v, err := nh.ReadLocalNode(rs, fn)
-				rs.Release()
-				return v, err
-			}
-			rs.Release()
-			if !r.Dropped() || time.Now().After(deadline) || !c.waitServing(c.srv.leaderGrace(), nil) {
-				return nil, fmt.Errorf("%w: read index", errNotCompleted)
-			}
-		case <-changed:
-			retry.Stop()
-		case <-retry.C:
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: read index timeout", errNotCompleted)
-		}
-	}
+	})
 }
 
 // attach makes cn the connection of session id on this member, closing the

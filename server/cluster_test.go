@@ -341,16 +341,16 @@ func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
 		tc.mu.Unlock()
 		var got string
 		if s != nil {
-			v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+			v, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (string, error) {
 				n, err := v.Tree().Get("/before")
 				if err != nil || n == nil {
 					return "", err
 				}
 				kids, err := v.Tree().Children("/")
 				return fmt.Sprintf("%s/%d", n.Data, len(kids)), err
-			}))
+			})
 			if err == nil {
-				got = v.(string)
+				got = v
 			}
 		}
 		if got == "after/402" { // /before, /zookeeper and 400 nodes

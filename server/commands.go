@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/binary"
 	"fmt"
+	"net/http"
 	"net/url"
 	"sort"
 	"strconv"
@@ -41,6 +42,15 @@ type command struct {
 	// json is the AdminServer's answer, given the request's query: the
 	// fields, and an error sentence ("" for none).
 	json func(s *Server, query url.Values) (jobj, string)
+	// get and post, instead of json, answer the AdminServer with more
+	// than fields: a status code, headers, a streamed body (ZooKeeper
+	// 3.9's snapshot), a request body (shed_connections). A command with
+	// post answers POST requests only, the others GET only.
+	get, post func(s *Server, r *http.Request) adminReply
+	// auth: the AdminServer runs the command only for a request whose
+	// Authorization header authenticates ids holding ALL on "/"
+	// (ZooKeeper 3.9's AuthRequest(Perms.ALL, "/"); adminauth.go).
+	auth bool
 }
 
 // commands are the registry, in the order the AdminServer lists them
@@ -72,6 +82,9 @@ var commands = []command{
 	{name: "ruok", word: "ruok", text: func(*Server, []byte) string { return "imok" }, json: emptyJSON},
 	{name: "server_stats", word: "srvr", serving: true, text: srvrText, json: serverStatsJSON},
 	{name: "set_trace_mask", word: "stmk", arg: 8, text: stmkText, json: setTraceMaskJSON},
+	// ZooKeeper 3.9's AdminServer (shed_connections is on its main branch, ZOOKEEPER-5015).
+	{name: "shed_connections", aliases: []string{"shed"}, serving: true, auth: true, post: shedConnectionsPost}, // shed.go
+	{name: "snapshot", aliases: []string{"snap"}, serving: true, auth: true, get: snapshotGet},                  // snapshotstream.go
 	{name: "stat_reset", word: "srst", serving: true,
 		text: thenSay((*Server).resetServerStats, "Server stats reset.\n"), json: thenEmpty((*Server).resetServerStats)},
 	{name: "stats", word: "stat", serving: true, text: statText, json: statsJSON},

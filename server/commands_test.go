@@ -32,8 +32,8 @@ func TestCommandRegistry(t *testing.T) {
 			}
 			names[n] = c.name
 		}
-		if c.json == nil {
-			t.Errorf("%s has no JSON answer", c.name)
+		if n := btoi(c.json != nil) + btoi(c.get != nil) + btoi(c.post != nil); n != 1 {
+			t.Errorf("%s has %d AdminServer answers (json, get, post), want one", c.name, n)
 		}
 		if c.word != "" {
 			words = append(words, c.word)
@@ -75,6 +75,13 @@ func TestCommandRegistry(t *testing.T) {
 			t.Errorf("%q is a four-letter word", n)
 		}
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // TestCommandsWithoutLeader: without a serving member, a command that

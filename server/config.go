@@ -3,6 +3,7 @@ package server
 import (
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -139,6 +140,9 @@ type Config struct {
 	ProposalTimeout time.Duration
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
+	// AuditLog, if set, receives ZooKeeper's audit log
+	// (zookeeper.audit.enable; audit.go). Nil: no audit log.
+	AuditLog io.Writer
 
 	// GlobalOutstandingLimit bounds the requests in process across all
 	// connections (globalOutstandingLimit): when it is reached, a

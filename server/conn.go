@@ -11,8 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/lni/dragonboat/v4"
-
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/session"
@@ -138,17 +136,20 @@ type conn struct {
 type pending struct {
 	xid        int32
 	op         jute.OpCode
-	rs         *dragonboat.RequestState // a proposed write
-	exec       func() (*result, error)  // a read, run in order
-	watching   bool                     // exec may set watches (readOp)
-	res        *result                  // what exec returned
-	executed   chan struct{}            // closed once exec has run (queued reads only)
-	after      func()                   // runs after the reply is queued
-	frame      []byte                   // a ready reply
-	start      time.Time                // when the request was read, for latency
-	size       int                      // request bytes, for the queue's bound
-	slot       bool                     // holds a global slot (limits.go)
+	prop       proposal                // a proposed write
+	exec       func() (*result, error) // a read, run in order
+	watching   bool                    // exec may set watches (readOp)
+	res        *result                 // what exec returned
+	executed   chan struct{}           // closed once exec has run (queued reads only)
+	after      func()                  // runs after the reply is queued
+	frame      []byte                  // a ready reply
+	start      time.Time               // when the request was read, for latency
+	size       int                     // request bytes, for the queue's bound
+	slot       bool                    // holds a global slot (limits.go)
 	closeAfter bool
+	// auditBody is a write's request, kept for the audit log when it is
+	// on (audit.go).
+	auditBody []byte
 }
 
 // ran tells a reader waiting to read a later write that the read has run.
@@ -222,7 +223,7 @@ func replyFrame(xid int32, zxid int64, code jute.ErrCode, body jute.Record) []by
 
 // serve runs the handshake, then the reader on a goroutine of its own:
 // the handshake's calls (a proposal through Dragonboat) grow a stack that an
-// idle session would otherwise keep. srv.wg counts the reader.
+// idle session would otherwise keep. srv.routines counts the reader.
 func (c *conn) serve() {
 	ok, err := c.handshake()
 	if !ok {
@@ -232,15 +233,15 @@ func (c *conn) serve() {
 		c.finish()
 		return
 	}
-	c.srv.wg.Add(1)
-	go func() {
-		defer c.srv.wg.Done()
+	if !c.srv.routines.start(func() {
 		defer c.finish()
 		err := c.readLoop()
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 			c.log().Debug("connection ended", "session", hexID(c.sessionID), "err", err)
 		}
-	}()
+	}) {
+		c.finish() // the server is stopping
+	}
 }
 
 // finish waits for the processor and the flusher, closes the socket and
@@ -343,7 +344,7 @@ func (c *conn) handshake() (bool, error) {
 	}
 	if req.LastZxidSeen > c.srv.lastZxid() {
 		// Catch up before refusing: this member may lag the leader.
-		if _, err := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) { return nil, nil }), true); err != nil {
+		if err := c.cell.rep.read(nil, readQuery{fn: func(raftsm.View) error { return nil }, linearizable: true}); err != nil {
 			return false, err
 		}
 		if req.LastZxidSeen > c.srv.lastZxid() {
@@ -391,7 +392,7 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		id := c.cell.ids.Next()
 		// Retried across leader changes: the id is this member's own, so
 		// NODEEXISTS after a retry means an earlier attempt created it.
-		rep, retried, err := c.cell.proposeRetry(&raftsm.Command{
+		rep, retried, err := c.cell.rep.proposeRetry(&raftsm.Command{
 			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Owner: c.owner, Time: time.Now().UnixMilli(),
 		}, c.done)
 		if err != nil {
@@ -412,7 +413,7 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 		return false, nil
 	}
 	// attach is idempotent: retried across leader changes.
-	rep, _, err := c.cell.proposeRetry(&raftsm.Command{
+	rep, _, err := c.cell.rep.proposeRetry(&raftsm.Command{
 		Kind: raftsm.KindAttach, Session: id, Owner: c.owner, Time: time.Now().UnixMilli(),
 	}, c.done)
 	if err != nil {
@@ -477,7 +478,7 @@ func (c *conn) readLoop() error {
 		}
 		p.start, p.size, p.slot = start, len(body), true
 		c.inflight.Add(1)
-		if p.rs == nil && !c.waitsForRound(p) && c.idle() {
+		if p.prop == nil && !c.waitsForRound(p) && c.idle() {
 			// Nothing queued ahead: answer it here, sparing a processor
 			// goroutine (and its stack's growth) per request. No later
 			// request is read before it has run (p.executed stays nil).
@@ -566,6 +567,8 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil
+		} else if c.srv.audit != nil {
+			p.auditBody = append([]byte(nil), body...)
 		}
 		return c.propose(p, cmd, false)
 	default:
@@ -594,13 +597,13 @@ func validWrite(op jute.OpCode, body []byte) bool {
 }
 
 func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pending, error) {
-	rs, err := c.cell.propose(cmd)
+	prop, err := c.cell.rep.propose(cmd)
 	if err != nil {
 		// The client sees a lost connection and retries elsewhere.
 		c.log().Warn("propose failed", "op", cmd.Op.String(), "err", err)
 		return nil, err
 	}
-	p.rs = rs
+	p.prop = prop
 	p.closeAfter = closeAfter
 	return p, nil
 }
@@ -623,9 +626,15 @@ func (c *conn) push(p *pending) bool {
 	wake := false
 	switch {
 	case !c.q.running:
-		c.q.running = true
 		c.procWG.Add(1)
-		go c.processor()
+		if !c.srv.routines.start(c.processor) {
+			// The server is stopping: the request is not answered.
+			c.procWG.Done()
+			c.q.Unlock()
+			c.close()
+			return false
+		}
+		c.q.running = true
 	case c.q.lingering:
 		c.q.lingering, wake = false, true
 	}
@@ -786,19 +795,16 @@ func (c *conn) process(p *pending, byReader bool) {
 
 func (c *conn) complete(p *pending) ([]byte, error) {
 	switch {
-	case p.rs != nil:
-		var r dragonboat.RequestResult
-		select {
-		case r = <-p.rs.ResultC():
-			p.rs.Release()
-		case <-c.done:
-			// The connection is gone (closed by the client, a leader change
-			// or shutdown): nobody waits for this reply any more.
-			return nil, net.ErrClosed
-		}
-		rep, err := replyOf(r)
+	case p.prop != nil:
+		// net.ErrClosed once the connection is gone (closed by the client,
+		// a leader change or shutdown): nobody waits for this reply any
+		// more.
+		rep, err := p.prop.wait(c.done)
 		if err != nil {
 			return nil, err
+		}
+		if p.auditBody != nil {
+			c.auditWrite(p.op, p.auditBody, rep)
 		}
 		var body jute.Record
 		if len(rep.Body) > 0 {
@@ -935,8 +941,7 @@ func (c *conn) writeQueued() {
 		}
 	}
 	if len(c.out.frames) > 0 || c.out.closeAfter {
-		c.flushWG.Add(1)
-		go c.flusher() // flushing stays set: it is the flusher's now
+		c.startFlusherLocked() // flushing stays set: it is the flusher's now
 	} else {
 		c.out.flushing = false
 	}
@@ -967,9 +972,20 @@ func (c *conn) tryWrite(b []byte) int {
 // kickFlusherLocked starts the flusher unless it runs; c.out is held.
 func (c *conn) kickFlusherLocked() {
 	if !c.out.flushing {
-		c.out.flushing = true
-		c.flushWG.Add(1)
-		go c.flusher()
+		c.startFlusherLocked()
+	}
+}
+
+// startFlusherLocked starts a flusher, which owns out.flushing; c.out is
+// held. Refused (the server is stopping), the outbox closes and so does
+// the connection.
+func (c *conn) startFlusherLocked() {
+	c.out.flushing = true
+	c.flushWG.Add(1)
+	if !c.srv.routines.start(c.flusher) {
+		c.flushWG.Done()
+		c.out.closed, c.out.flushing = true, false
+		c.close()
 	}
 }
 

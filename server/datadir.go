@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	"github.com/lni/dragonboat/v4"
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	sm "github.com/lni/dragonboat/v4/statemachine"
@@ -148,13 +147,9 @@ func checkDataDir(nhc dbconfig.NodeHostConfig, stateStore string, log *slog.Logg
 		}
 		rep.logStores[st.Dir] = r
 	}
-	r, err := storecheck.Check(storecheck.Store{Dir: stateStore, Options: raftsm.StoreOptions()}, func(db *pebble.DB) (err error) {
-		rep.applied, err = raftsm.StoredApplied(db)
-		if errors.Is(err, raftsm.ErrBadSnapshot) {
-			err = &storecheck.Damage{File: stateStore, Problem: "zkraft's applied index in the state machine's store does not decode", Err: err}
-		}
-		return err
-	})
+	r, err := storecheck.Check(storecheck.Store{Dir: stateStore, Options: raftsm.StoreOptions()}, raftsm.InspectApplied(&rep.applied, func(err error) error {
+		return &storecheck.Damage{File: stateStore, Problem: "zkraft's applied index in the state machine's store does not decode", Err: err}
+	}))
 	logged(r)
 	if err != nil {
 		return nil, checkErr(err)

@@ -15,9 +15,43 @@
 // AdminServer) serve; figures.go lists each figure mntr and the Prometheus
 // endpoint show, once.
 //
-// It may import raftsm, znode, session and jute, Dragonboat, Pebble (for
-// the store's metrics) and the Prometheus client; never zkdata, the client
-// tree or cmd (internal/layout's test checks it).
+// Every goroutine has an owner: the go statements and time.AfterFunc
+// calls are in goroutines.go only, which counts them and refuses new ones
+// once Close has begun; Close waits for all of them before it closes the
+// NodeHost (TestGoroutinesHaveOneOwner, TestCloseLeavesNoGoroutine).
+//
+// Lock order. A lock is taken only while holding locks above it in this
+// list (never one below it), and each is released before calling out of
+// its type unless this list allows the call:
+//
+//  1. the state machine's lock (raftsm): Applied (the EventSink) and the
+//     LockedReadFunc reads run under it.
+//  2. resumables.mu, then a resumable's mu (resumable.go): live events are
+//     delivered under both.
+//  3. registry.mu (watch.go): the watch tables, the recent triggers, each
+//     connection's watchKeys and held notifications.
+//  4. cell.mu (cell.go): session owners and keep-alive indexes; taken
+//     under 1 only, and released before a connection is told anything.
+//  5. conn.q, then conn.out (conn.go): a connection's queue and outbox;
+//     notifications are queued in the outbox under 1 and 2 or 3.
+//  6. Server.mu (server.go): the connection table.
+//  7. goroutines.mu, then goroutines.timers (goroutines.go): a goroutine
+//     may be started with any lock above held.
+//
+// Leaves, under which nothing else is taken: outstandingLimit.mu (taken
+// with no other lock held, limits.go), cell.servingMu, connStats.mu (then
+// its latency's mu, stats.go), peerListener.mu (ops.go).
+//
+// The connection pipeline and the cell's loops reach the shard through
+// the replica interface (replica.go: propose, linearizable and local
+// reads, membership), which raftReplica (raft.go) implements over
+// Dragonboat: only raft.go sees Dragonboat's request states, and no Lookup
+// result is type-asserted (readValue returns each read's value typed).
+//
+// It may import raftsm, znode, session and jute, Dragonboat and the
+// Prometheus client; never Pebble (the store is raftsm's: its views,
+// figures and checks), zkdata, the client tree or cmd (internal/layout's
+// test checks it).
 //
 // Its caller (cmd/zkraft) fills in a Config (each field's zero value is
 // documented; New calls Validate to apply the defaults), calls New, which

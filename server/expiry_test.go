@@ -15,7 +15,7 @@ func TestSessionExpiresAfterRestart(t *testing.T) {
 	s := start()
 	const gone, kept = int64(0x0100000000000077), int64(0x0100000000000078)
 	for _, id := range []int64{gone, kept} {
-		rep, err := s.cell.proposeWait(&raftsm.Command{Kind: raftsm.KindCreateSession, Session: id, Timeout: 1000, Time: time.Now().UnixMilli()})
+		rep, err := proposeWait(s.cell.rep, &raftsm.Command{Kind: raftsm.KindCreateSession, Session: id, Timeout: 1000, Time: time.Now().UnixMilli()}, nil)
 		if err != nil || rep.Err != 0 {
 			t.Fatalf("create session: %v %v", rep, err)
 		}
@@ -28,14 +28,14 @@ func TestSessionExpiresAfterRestart(t *testing.T) {
 	s = start()
 	defer s.Close()
 	exists := func(id int64) bool {
-		v, err := s.nh.StaleRead(s.cell.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		ok, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (bool, error) {
 			_, ok, err := v.Session(id)
 			return ok, err
-		}))
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return v.(bool)
+		return ok
 	}
 	deadline := time.Now().Add(10 * time.Second)
 	for exists(gone) {

@@ -4,8 +4,9 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/cockroachdb/pebble"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkraft/zkraft/raftsm"
 )
 
 // The member's figures as mntr (and the AdminServer's monitor) and the
@@ -52,7 +53,7 @@ type reading struct {
 	s             *Server
 	f             figures
 	reads, writes latencySnap
-	pm            *pebble.Metrics // nil until read, or if it cannot be
+	pm            *raftsm.StoreFigures // nil until read, or if it cannot be
 	pmRead        bool
 }
 
@@ -60,11 +61,11 @@ func (s *Server) newReading() *reading {
 	return &reading{s: s, f: s.figures(), reads: s.counters.reads.snap(), writes: s.counters.writes.snap()}
 }
 
-// pebbleMetrics are the state machine's Pebble metrics, read once per
+// storeFigures are the state machine's store figures, read once per
 // reading.
-func (r *reading) pebbleMetrics() *pebble.Metrics {
+func (r *reading) storeFigures() *raftsm.StoreFigures {
 	if !r.pmRead {
-		r.pm, r.pmRead = r.s.storeMetrics(), true
+		r.pm, r.pmRead = r.s.storeFigures(), true
 	}
 	return r.pm
 }
@@ -144,24 +145,24 @@ var figureTable = slices.Concat([]figure{
 		}},
 		{name: "zkraft_snapshot_resets_total", in: inProm, typ: counter, help: "States installed from another member's snapshot", value: func(r *reading) any { return r.s.cell.resets.Load() }},
 		{name: "zkraft_raft_snapshots_created_total", in: inProm, typ: counter, help: "Raft snapshots this member created", value: func(r *reading) any { return r.s.ops.peers.snapshots.Load() }},
-		{name: "zkraft_pebble_disk_bytes", in: inProm, typ: gauge, help: "Disk space used by the state machine's Pebble store", value: pebbleFigure(func(m *pebble.Metrics) any { return m.DiskSpaceUsage() })},
-		{name: "zkraft_pebble_memtable_bytes", in: inProm, typ: gauge, help: "Pebble memtable size", value: pebbleFigure(func(m *pebble.Metrics) any { return m.MemTable.Size })},
-		{name: "zkraft_pebble_wal_bytes", in: inProm, typ: gauge, help: "Pebble write-ahead log size", value: pebbleFigure(func(m *pebble.Metrics) any { return m.WAL.Size })},
-		{name: "zkraft_pebble_level_bytes", in: inProm, typ: gauge, help: "Pebble sstable bytes by level", label: "level", value: pebbleFigure(func(m *pebble.Metrics) any {
-			out := make([]float64, len(m.Levels))
-			for i := range m.Levels {
-				out[i] = float64(m.Levels[i].Size)
+		{name: "zkraft_pebble_disk_bytes", in: inProm, typ: gauge, help: "Disk space used by the state machine's Pebble store", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.DiskBytes })},
+		{name: "zkraft_pebble_memtable_bytes", in: inProm, typ: gauge, help: "Pebble memtable size", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.MemTableBytes })},
+		{name: "zkraft_pebble_wal_bytes", in: inProm, typ: gauge, help: "Pebble write-ahead log size", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.WALBytes })},
+		{name: "zkraft_pebble_level_bytes", in: inProm, typ: gauge, help: "Pebble sstable bytes by level", label: "level", value: storeFigure(func(m *raftsm.StoreFigures) any {
+			out := make([]float64, len(m.LevelBytes))
+			for i, b := range m.LevelBytes {
+				out[i] = float64(b)
 			}
 			return out
 		})},
-		{name: "zkraft_pebble_sstable_bytes", in: inProm, typ: gauge, help: "Pebble sstable bytes", value: pebbleFigure(func(m *pebble.Metrics) any {
+		{name: "zkraft_pebble_sstable_bytes", in: inProm, typ: gauge, help: "Pebble sstable bytes", value: storeFigure(func(m *raftsm.StoreFigures) any {
 			var sst int64
-			for i := range m.Levels {
-				sst += m.Levels[i].Size
+			for _, b := range m.LevelBytes {
+				sst += b
 			}
 			return sst
 		})},
-		{name: "zkraft_pebble_compactions_total", in: inProm, typ: counter, help: "Pebble compactions", value: pebbleFigure(func(m *pebble.Metrics) any { return m.Compact.Count })},
+		{name: "zkraft_pebble_compactions_total", in: inProm, typ: counter, help: "Pebble compactions", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.Compactions })},
 	})
 
 // latencyFigures are mntr's avg_, min_, max_, cnt_ and sum_ of a latency
@@ -176,11 +177,11 @@ func latencyFigures(name string, of func(*reading) latencySnap) []figure {
 	}
 }
 
-// pebbleFigure is a figure of the store's Pebble metrics, not shown when
-// they cannot be read.
-func pebbleFigure(fn func(*pebble.Metrics) any) func(*reading) any {
+// storeFigure is a figure of the state machine's store, not shown when
+// it cannot be read.
+func storeFigure(fn func(*raftsm.StoreFigures) any) func(*reading) any {
 	return func(r *reading) any {
-		if m := r.pebbleMetrics(); m != nil {
+		if m := r.storeFigures(); m != nil {
 			return fn(m)
 		}
 		return nil

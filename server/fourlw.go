@@ -410,14 +410,13 @@ func (s *Server) ephemeralsByOwner() ([]int64, [][]string) {
 		owners []int64
 		paths  [][]string
 	}
-	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	r, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (res, error) {
 		o, p, err := v.EphemeralsByOwner()
 		return res{o, p}, err
-	}))
+	})
 	if err != nil {
 		return nil, nil
 	}
-	r := v.(res)
 	return r.owners, r.paths
 }
 

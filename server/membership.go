@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -17,8 +16,7 @@ import (
 // leader: it adds the configured observers as non-voting replicas and keeps
 // /zookeeper/config equal to the ensemble's configuration, in ZooKeeper's
 // format, so that clients such as Curator's EnsembleTracker can read it.
-func (c *cell) membershipLoop(ctx context.Context, wg *sync.WaitGroup) {
-	defer wg.Done()
+func (c *cell) membershipLoop(ctx context.Context) {
 	if c.srv.standalone() {
 		return
 	}
@@ -44,23 +42,21 @@ func (c *cell) membershipLoop(ctx context.Context, wg *sync.WaitGroup) {
 // non-voting replicas. Once set, /zookeeper/config (changed by reconfig) is
 // the ensemble; the static configuration only seeds it.
 func (c *cell) reconcileMembers(ctx context.Context) error {
-	nh := c.srv.nh
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	v, err := nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	data, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (string, error) {
 		n, err := v.Tree().Get(znode.ConfigPath)
 		if err != nil || n == nil {
-			return []byte(nil), err
+			return "", err
 		}
-		return n.Data, nil
-	}))
+		return string(n.Data), nil
+	})
 	if err != nil {
 		return err
 	}
-	data := string(v.([]byte))
 	if data == "" {
-		rep, err := c.proposeWait(&raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(),
-			Body: []byte(renderConfig(c.srv.cfg.Members))})
+		rep, err := proposeWait(c.rep, &raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(),
+			Body: []byte(renderConfig(c.srv.cfg.Members))}, nil)
 		if err != nil {
 			return err
 		}
@@ -73,7 +69,7 @@ func (c *cell) reconcileMembers(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", znode.ConfigPath, err)
 	}
-	m, err := nh.SyncGetShardMembership(ctx, c.shardID)
+	m, err := c.rep.membership(ctx)
 	if err != nil {
 		return err
 	}
@@ -81,14 +77,13 @@ func (c *cell) reconcileMembers(ctx context.Context) error {
 		if !mem.Observer {
 			continue
 		}
-		_, nonVoting := m.NonVotings[mem.ID]
-		_, voting := m.Nodes[mem.ID]
-		_, removed := m.Removed[mem.ID]
-		if nonVoting || voting || removed {
+		_, nonVoting := m.nonVoting[mem.ID]
+		_, voting := m.voters[mem.ID]
+		if nonVoting || voting || m.removed[mem.ID] {
 			continue
 		}
 		c.srv.log.Info("adding observer", "shard", c.shardID, "member", mem.ID, "addr", mem.RaftAddr)
-		if err := nh.SyncRequestAddNonVoting(ctx, c.shardID, mem.ID, mem.RaftAddr, m.ConfigChangeID); err != nil {
+		if err := c.rep.addReplica(ctx, mem.ID, mem.RaftAddr, true, m.changeID); err != nil {
 			return fmt.Errorf("add observer %d: %w", mem.ID, err)
 		}
 		return nil // one change at a time; the next tick continues

@@ -116,13 +116,12 @@ func (s *Server) applyLag() (uint64, bool) {
 		return 0, false
 	}
 	_, last := lr.GetRange()
-	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	applied, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (uint64, error) {
 		return v.AppliedIndex()
-	}))
+	})
 	if err != nil {
 		return 0, false
 	}
-	applied := v.(uint64)
 	if last < applied {
 		return 0, true
 	}

@@ -12,7 +12,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/cockroachdb/pebble"
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 
@@ -33,6 +32,8 @@ type opsState struct {
 	saslUsers map[string]string
 
 	peers peerListener
+
+	snapLimit snapshotLimiter // the snapshot command's (snapshotstream.go)
 }
 
 // peerListener follows Dragonboat's connections to other members, which
@@ -127,19 +128,18 @@ func (s *Server) tuneNodeHost(nhc *dbconfig.NodeHostConfig) {
 func (s *Server) startOps() error {
 	// Count the tree once now rather than on the first srvr or mntr (an
 	// ensemble member whose replica is not ready yet counts on first use).
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		s.cell.treeCounts()
-	}()
+	s.routines.start(func() { s.cell.treeCounts() })
 	if s.ops.tls != nil {
 		ln, err := net.Listen("tcp", s.cfg.TLS.SecureClientAddr)
 		if err != nil {
 			return fmt.Errorf("server: listen %s (secureClientPort): %w", s.cfg.TLS.SecureClientAddr, err)
 		}
 		s.ops.secureLn = ln
-		s.wg.Add(1)
-		go s.secureAcceptLoop(ln)
+		s.routines.start(func() { s.secureAcceptLoop(ln) })
+		if s.cfg.TLS.Reload && s.cfg.TLS.Config == nil {
+			tc := s.ops.tls
+			s.routines.start(func() { s.tlsReloadLoop(tc) })
+		}
 		s.log.Info("serving TLS", "secureClient", ln.Addr().String(), "clientAuth", s.cfg.TLS.ClientAuth)
 	}
 	if s.cfg.Metrics.Enabled {
@@ -152,11 +152,7 @@ func (s *Server) startOps() error {
 		mux.Handle("/metrics", s.metricsHandler())
 		s.ops.promLn = ln
 		s.ops.promSrv = &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.ops.promSrv.Serve(ln)
-		}()
+		s.routines.start(func() { s.ops.promSrv.Serve(ln) })
 		s.log.Info("serving metrics", "addr", ln.Addr().String())
 	}
 	if s.cfg.Admin.Enabled {
@@ -168,11 +164,7 @@ func (s *Server) startOps() error {
 		} else {
 			s.ops.adminLn = ln
 			s.ops.admin = &http.Server{Handler: s.adminHandler(), ReadHeaderTimeout: 10 * time.Second, IdleTimeout: s.cfg.Admin.IdleTimeout}
-			s.wg.Add(1)
-			go func() {
-				defer s.wg.Done()
-				s.ops.admin.Serve(ln)
-			}()
+			s.routines.start(func() { s.ops.admin.Serve(ln) })
 			s.log.Info("serving admin", "addr", ln.Addr().String(), "commands", s.cfg.Admin.CommandURL)
 		}
 	}
@@ -298,14 +290,14 @@ func fdCounts() (open, max int64) {
 	return open, max
 }
 
-// storeMetrics are the state machine's Pebble metrics, nil if the replica
+// storeFigures are the state machine's store figures, nil if the replica
 // cannot be read.
-func (s *Server) storeMetrics() *pebble.Metrics {
-	v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
-		return v.StoreMetrics(), nil
-	}))
+func (s *Server) storeFigures() *raftsm.StoreFigures {
+	f, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (*raftsm.StoreFigures, error) {
+		return v.StoreFigures(), nil
+	})
 	if err != nil {
 		return nil
 	}
-	return v.(*pebble.Metrics)
+	return f
 }

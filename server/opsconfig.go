@@ -25,6 +25,17 @@ type AdminConfig struct {
 	// IdleTimeout closes an idle HTTP connection (admin.idleTimeout).
 	// Default 30s.
 	IdleTimeout time.Duration
+
+	// WriteSnapshot writes the state as a ZooKeeper snapshot for the
+	// snapshot command (snapshotstream.go); cmd/zkraft sets it. Nil: the
+	// command answers 500.
+	WriteSnapshot SnapshotWriter
+	// SnapshotDisabled turns the snapshot command off
+	// (admin.snapshot.enabled=false): it answers 503.
+	SnapshotDisabled bool
+	// SnapshotInterval allows one snapshot command per interval
+	// (admin.rateLimiterIntervalInMS). Default 5 minutes.
+	SnapshotInterval time.Duration
 }
 
 // MetricsConfig configures the Prometheus endpoint (ZooKeeper's
@@ -66,6 +77,11 @@ type TLSConfig struct {
 	Quorum                                      bool
 	QuorumCertFile, QuorumKeyFile, QuorumCAFile string
 
+	// Reload reads CertFile, KeyFile and CAFile again when they change,
+	// for new connections (ZooKeeper 3.9's zookeeper.client.certReload;
+	// tls.go).
+	Reload bool
+
 	// Config, if set, is used as is for the secure client listener
 	// instead of the files (for embedding and tests).
 	Config *tls.Config
@@ -103,6 +119,9 @@ func (c *Config) validateOps() error {
 	}
 	if c.Admin.IdleTimeout <= 0 {
 		c.Admin.IdleTimeout = 30 * time.Second
+	}
+	if c.Admin.SnapshotInterval <= 0 {
+		c.Admin.SnapshotInterval = 5 * time.Minute
 	}
 	if c.Admin.CommandURL == "" {
 		c.Admin.CommandURL = "/commands"

@@ -102,23 +102,19 @@ func (c *conn) snapshotRead(q *readReq, lin bool, fn func(v raftsm.View, r znode
 	// the reads queued on a connection share Dragonboat's batched rounds
 	// instead of taking one round trip each; it is still run in order,
 	// after the connection's earlier requests.
-	var ticket *readTicket
+	var ticket readTicket
 	if lin {
-		ticket = c.cell.startRead()
+		ticket = c.cell.rep.startRead()
 	}
 	return func() (*result, error) {
-		out, err := c.cell.readWith(ticket, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		return readValue(c.cell.rep, ticket, readQuery{linearizable: lin}, func(v raftsm.View) (*result, error) {
 			if h := c.srv.readHook.Load(); h != nil {
 				(*h)(q.op)
 			}
 			res := fn(v, znode.Reader{KV: v.Tree(), Auth: q.auth})
 			res.zxid, res.at = v.Zxid(), v.Zxid()
 			return res, nil
-		}), lin)
-		if err != nil {
-			return nil, err
-		}
-		return out.(*result), nil
+		})
 	}
 }
 

@@ -34,46 +34,19 @@ func parseConfig(data string) ([]Member, error) {
 	return out, nil
 }
 
-// parseServerLine parses "server.N=host:peer:election[:role];[clientHost:]clientPort".
+// parseServerLine parses one dynamic-configuration line,
+// "server.N=host:peer:election[:role];[clientHost:]clientPort": a line
+// without its client address is refused.
 func parseServerLine(line string) (Member, error) {
-	key, spec, ok := strings.Cut(line, "=")
-	idStr, ok2 := strings.CutPrefix(strings.TrimSpace(key), "server.")
-	if !ok || !ok2 {
+	key, value, ok := strings.Cut(line, "=")
+	if !ok {
 		return Member{}, fmt.Errorf("not a server line: %q", line)
 	}
-	id, err := strconv.ParseUint(idStr, 10, 64)
-	if err != nil || id == 0 || id > 254 {
-		return Member{}, fmt.Errorf("server id in %q must be 1..254", line)
+	m, hasClient, err := ParseServerLine(key, value)
+	if err == nil && !hasClient {
+		err = fmt.Errorf("%q: want host:peerPort:electionPort[:role];[clientHost:]clientPort", line)
 	}
-	addrPart, clientPart, hasClient := strings.Cut(strings.TrimSpace(spec), ";")
-	f := strings.Split(addrPart, ":")
-	if len(f) < 3 || len(f) > 4 || !hasClient {
-		return Member{}, fmt.Errorf("%q: want host:peerPort:electionPort[:role];[clientHost:]clientPort", line)
-	}
-	for _, p := range f[1:3] {
-		if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
-			return Member{}, fmt.Errorf("%q: bad port %q", line, p)
-		}
-	}
-	m := Member{ID: id, RaftAddr: f[0] + ":" + f[1], ElectionAddr: f[0] + ":" + f[2]}
-	if len(f) == 4 {
-		switch f[3] {
-		case "participant":
-		case "observer":
-			m.Observer = true
-		default:
-			return Member{}, fmt.Errorf("%q: role must be participant or observer", line)
-		}
-	}
-	ch, cp, found := strings.Cut(clientPart, ":")
-	if !found {
-		ch, cp = "0.0.0.0", clientPart
-	}
-	if n, err := strconv.Atoi(cp); err != nil || n <= 0 || n > 65535 {
-		return Member{}, fmt.Errorf("%q: bad client port", line)
-	}
-	m.ClientAddr = ch + ":" + cp
-	return m, nil
+	return m, err
 }
 
 // reconfigOp runs ZooKeeper's reconfig (op 16) when reconfigEnabled is on:
@@ -91,8 +64,7 @@ func (c *conn) reconfigOp(body []byte) func() (*result, error) {
 		if err != nil {
 			return nil, err
 		}
-		var res *result
-		out, rerr := c.cell.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+		return readValue(c.cell.rep, nil, linearizableRead, func(v raftsm.View) (*result, error) {
 			n, err := v.Tree().Get(znode.ConfigPath)
 			if err != nil || n == nil {
 				return nil, err
@@ -102,12 +74,7 @@ func (c *conn) reconfigOp(body []byte) func() (*result, error) {
 				r.resp = &jute.GetDataResponse{Data: n.Data, Stat: n.Stat()}
 			}
 			return r, nil
-		}), true)
-		if rerr != nil {
-			return nil, rerr
-		}
-		res = out.(*result)
-		return res, nil
+		})
 	}
 }
 
@@ -121,17 +88,16 @@ func (c *cell) reconfig(req *jute.ReconfigRequest, auth []jute.ID) (jute.ErrCode
 		version int64
 		denied  bool
 	}
-	v, err := c.read(raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	cur, err := readValue(c.rep, nil, linearizableRead, func(v raftsm.View) (current, error) {
 		n, err := v.Tree().Get(znode.ConfigPath)
 		if err != nil || n == nil {
-			return nil, errors.Join(err, errors.New("server: /zookeeper/config missing"))
+			return current{}, errors.Join(err, errors.New("server: /zookeeper/config missing"))
 		}
 		return current{string(n.Data), n.Mzxid, znode.CheckACL(n.ACL, jute.PermWrite, auth) != nil}, nil
-	}), true)
+	})
 	if err != nil {
 		return 0, err
 	}
-	cur := v.(current)
 	if cur.denied {
 		return jute.ErrNoAuth, nil
 	}
@@ -191,7 +157,7 @@ func (c *cell) reconfig(req *jute.ReconfigRequest, auth []jute.ID) (jute.ErrCode
 		c.srv.log.Warn("reconfig: membership change failed", "shard", c.shardID, "err", err)
 		return jute.ErrNewConfigNoQuorum, nil
 	}
-	rep, err := c.proposeWait(&raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(), Body: []byte(renderConfig(nextList))})
+	rep, err := proposeWait(c.rep, &raftsm.Command{Kind: raftsm.KindSetConfig, Time: time.Now().UnixMilli(), Body: []byte(renderConfig(nextList))}, nil)
 	if err != nil {
 		return 0, err
 	}
@@ -212,10 +178,9 @@ func splitList(s string) []string {
 // applyMembership brings the shard's Raft membership to members, one
 // change at a time: removals first, then additions.
 func (c *cell) applyMembership(members []Member) error {
-	nh := c.srv.nh
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	m, err := nh.SyncGetShardMembership(ctx, c.shardID)
+	m, err := c.rep.membership(ctx)
 	if err != nil {
 		return err
 	}
@@ -223,33 +188,33 @@ func (c *cell) applyMembership(members []Member) error {
 	for _, mem := range members {
 		want[mem.ID] = mem
 	}
-	for id := range m.Nodes {
+	for id := range m.voters {
 		if mem, ok := want[id]; !ok || mem.Observer {
-			if err := nh.SyncRequestDeleteReplica(ctx, c.shardID, id, 0); err != nil {
+			if err := c.rep.removeReplica(ctx, id); err != nil {
 				return fmt.Errorf("remove %d: %w", id, err)
 			}
 		}
 	}
-	for id := range m.NonVotings {
+	for id := range m.nonVoting {
 		// An observer that becomes a participant is promoted by the add
 		// below (Dragonboat adds a non-voting replica as a voter in place);
 		// removing it first would retire its id for good.
 		if _, ok := want[id]; !ok {
-			if err := nh.SyncRequestDeleteReplica(ctx, c.shardID, id, 0); err != nil {
+			if err := c.rep.removeReplica(ctx, id); err != nil {
 				return fmt.Errorf("remove observer %d: %w", id, err)
 			}
 		}
 	}
 	for _, mem := range members {
-		_, voter := m.Nodes[mem.ID]
-		_, observer := m.NonVotings[mem.ID]
+		_, voter := m.voters[mem.ID]
+		_, observer := m.nonVoting[mem.ID]
 		switch {
 		case mem.Observer && !observer:
-			if err := nh.SyncRequestAddNonVoting(ctx, c.shardID, mem.ID, mem.RaftAddr, 0); err != nil {
+			if err := c.rep.addReplica(ctx, mem.ID, mem.RaftAddr, true, 0); err != nil {
 				return fmt.Errorf("add observer %d: %w", mem.ID, err)
 			}
 		case !mem.Observer && !voter:
-			if err := nh.SyncRequestAddReplica(ctx, c.shardID, mem.ID, mem.RaftAddr, 0); err != nil {
+			if err := c.rep.addReplica(ctx, mem.ID, mem.RaftAddr, false, 0); err != nil {
 				return fmt.Errorf("add %d: %w", mem.ID, err)
 			}
 		}

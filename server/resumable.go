@@ -75,7 +75,7 @@ func (r *resumable) deliver(frame []byte) {
 		if r.mu.heldBytes > maxHeldBack {
 			r.c.log().Warn("resumable watch fell behind during replay: closing", "watch", r.id)
 			r.mu.held = nil
-			go r.c.close()
+			r.c.srv.routines.start(r.c.close)
 		}
 		return
 	}
@@ -185,10 +185,10 @@ func (c *conn) watchFromOp(q *readReq, req *jute.WatchFromRequest) readPlan {
 		}
 		// Under the state machine's lock: the live watcher and the history
 		// iterator must start at the same zxid.
-		out, err := c.cell.read(raftsm.LockedReadFunc(func(v raftsm.View) (any, error) {
+		o, err := readValue(c.cell.rep, nil, readQuery{linearizable: c.srv.cfg.ReadMode == ReadLinearizable, locked: true}, func(v raftsm.View) (opened, error) {
 			floor, err := v.HistoryFloor()
 			if err != nil {
-				return nil, err
+				return opened{}, err
 			}
 			switch {
 			case req.FromZxid > v.Zxid():
@@ -203,24 +203,26 @@ func (c *conn) watchFromOp(q *readReq, req *jute.WatchFromRequest) readPlan {
 			hist, err := v.HistoryAfter(req.FromZxid)
 			if err != nil {
 				c.cell.resumables.remove(c, r.id)
-				return nil, err
+				return opened{}, err
 			}
 			return opened{
 				res:  &result{zxid: v.Zxid(), resp: &jute.WatchFromResponse{WatchID: r.id, Zxid: v.Zxid()}},
 				hist: hist,
 			}, nil
-		}), c.srv.cfg.ReadMode == ReadLinearizable)
+		})
 		if err != nil {
 			return nil, err
 		}
-		o := out.(opened)
 		if o.hist != nil {
 			c.bg.Add(1)
 			o.res.after = func() {
-				go func() {
+				if !c.srv.routines.start(func() {
 					defer c.bg.Done()
 					c.replay(r, o.hist)
-				}()
+				}) {
+					o.hist.Close() // the server is stopping
+					c.bg.Done()
+				}
 			}
 		}
 		return o.res, nil

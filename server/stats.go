@@ -77,6 +77,8 @@ type serverCounters struct {
 	largeRequestsRejected atomic.Int64
 	tlsHandshakes         atomic.Int64 // in progress
 	tlsHandshakeFailed    atomic.Int64
+	tlsReloads            atomic.Int64 // key and trust stores reloaded (tls.go)
+	tlsReloadFailed       atomic.Int64 // changed stores that did not load
 	throttled             atomic.Int64 // requests that waited for the global limit
 	stalledClosed         atomic.Int64 // connections closed for not reading their replies
 	lastFloodLog          atomic.Int64 // unix ns of the last too-many-connections warning
@@ -173,7 +175,7 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	now := time.Now()
 	ms := now.Sub(p.start).Milliseconds()
 	s.counters.all.add(ms)
-	write := p.rs != nil
+	write := p.prop != nil
 	if write {
 		s.counters.writes.add(ms)
 	} else if !opTable[p.op].untimed {
@@ -208,12 +210,11 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 // figures of the member's applied state, which the state machine keeps with
 // every write (raftsm.TreeStats): O(1) on any tree.
 func (c *cell) treeCounts() (nodes, ephemerals, dataSize int64) {
-	v, err := c.srv.nh.StaleRead(c.shardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) {
+	st, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (raftsm.TreeStats, error) {
 		return v.TreeStats()
-	}))
+	})
 	if err != nil {
 		return 0, 0, 0
 	}
-	st := v.(raftsm.TreeStats)
 	return st.Nodes, st.Ephemerals, st.DataSize
 }

@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
+	"sync/atomic"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -20,17 +22,111 @@ import (
 // own goroutine).
 var tlsHandshakeTimeout = 10 * time.Second
 
+// tlsReloadPoll is how often the key and trust stores are looked at when
+// TLSConfig.Reload is on.
+var tlsReloadPoll = time.Second
+
 type tlsState struct {
+	// cfg is handed to every TLS connection. With Reload it only returns
+	// cur for each handshake.
 	cfg *tls.Config
+	cur atomic.Pointer[tls.Config]
+
+	files  TLSConfig
+	stamps []fileStamp // of files' stores as last loaded or tried
+}
+
+// fileStamp tells a file's change: its modification time and size.
+type fileStamp struct {
+	mod  time.Time
+	size int64
+	err  bool
 }
 
 // newTLSState loads the PEM files of the secure client port: ZooKeeper
 // 3.7+ reads ssl.keyStore.location as a PEM file holding the certificate
 // chain and the private key, and ssl.trustStore.location as PEM CAs.
+//
+// With Reload (ZooKeeper 3.9's zookeeper.client.certReload, X509Util's
+// enableCertFileReloading) the files are looked at every tlsReloadPoll
+// (ZooKeeper's FileChangeWatcher hears of each change from the file
+// system): when one has changed, all are loaded again and new handshakes
+// use them; connections already open keep theirs. Files that do not load
+// (half written, a key that does not match) are logged and the previous
+// stores stay in use, as ZooKeeper keeps its previous SSL context.
 func newTLSState(c TLSConfig) (*tlsState, error) {
 	if c.Config != nil {
 		return &tlsState{cfg: c.Config}, nil
 	}
+	st := &tlsState{files: c}
+	st.stamps = st.stampFiles()
+	cfg, err := loadTLSConfig(c)
+	if err != nil {
+		return nil, err
+	}
+	st.cur.Store(cfg)
+	st.cfg = cfg
+	if c.Reload {
+		st.cfg = &tls.Config{GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			return st.cur.Load(), nil
+		}}
+	}
+	return st, nil
+}
+
+func (st *tlsState) paths() []string {
+	out := []string{st.files.CertFile}
+	for _, f := range []string{st.files.KeyFile, st.files.CAFile} {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func (st *tlsState) stampFiles() []fileStamp {
+	var out []fileStamp
+	for _, p := range st.paths() {
+		fi, err := os.Stat(p)
+		if err != nil {
+			out = append(out, fileStamp{err: true})
+			continue
+		}
+		out = append(out, fileStamp{mod: fi.ModTime(), size: fi.Size()})
+	}
+	return out
+}
+
+// tlsReloadLoop reloads the stores when their files change, until the
+// server closes.
+func (s *Server) tlsReloadLoop(st *tlsState) {
+	t := time.NewTicker(tlsReloadPoll)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-t.C:
+		}
+		stamps := st.stampFiles()
+		if slices.Equal(stamps, st.stamps) {
+			continue
+		}
+		st.stamps = stamps
+		cfg, err := loadTLSConfig(st.files)
+		if err != nil {
+			s.counters.tlsReloadFailed.Add(1)
+			s.log.Warn("TLS key or trust store changed but does not load; the previous ones stay in use", "err", err)
+			continue
+		}
+		st.cur.Store(cfg)
+		s.counters.tlsReloads.Add(1)
+		s.log.Info("TLS key and trust stores reloaded", "files", st.paths())
+	}
+}
+
+// loadTLSConfig reads the stores into a TLS configuration.
+func loadTLSConfig(c TLSConfig) (*tls.Config, error) {
 	keyFile := c.KeyFile
 	if keyFile == "" {
 		keyFile = c.CertFile
@@ -70,7 +166,7 @@ func newTLSState(c TLSConfig) (*tlsState, error) {
 	if cfg.ClientAuth != tls.NoClientCert && cfg.ClientCAs == nil {
 		return nil, errors.New("server: ssl.clientAuth needs ssl.trustStore.location")
 	}
-	return &tlsState{cfg: cfg}, nil
+	return cfg, nil
 }
 
 // onlyBlocks keeps the PEM blocks of one type (a PEM key store mixes
@@ -107,7 +203,6 @@ func onlyKeyBlocks(data []byte) []byte {
 // the handshake; the handshake runs on the connection's goroutine with a
 // deadline.
 func (s *Server) secureAcceptLoop(ln net.Listener) {
-	defer s.wg.Done()
 	for {
 		raw, err := ln.Accept()
 		if err != nil {
@@ -125,16 +220,17 @@ func (s *Server) secureAcceptLoop(ln net.Listener) {
 			continue
 		}
 		c.secure = true
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
+		if !s.routines.start(func() {
 			if !s.tlsHandshake(c, tc) {
 				c.close()
 				s.unregister(c)
 				return
 			}
 			c.serve()
-		}()
+		}) {
+			raw.Close()
+			s.unregister(c)
+		}
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"fmt"
 	"io"
 	"math/big"
 	"net"
@@ -203,5 +204,86 @@ func TestQuorumTLS(t *testing.T) {
 	}
 	if data, _, err := c3.Get("/q"); err != nil || string(data) != "tls" {
 		t.Fatalf("member 3: %q %v", data, err)
+	}
+}
+
+// TestTLSReload: with Reload (ZooKeeper 3.9's zookeeper.client.certReload)
+// new handshakes use the key and trust stores written over the old ones,
+// open connections keep working, and stores that do not load leave the
+// previous ones in use.
+func TestTLSReload(t *testing.T) {
+	old := tlsReloadPoll
+	tlsReloadPoll = 50 * time.Millisecond
+	t.Cleanup(func() { tlsReloadPoll = old })
+	first, second := newTestPKI(t), newTestPKI(t)
+	dir := t.TempDir()
+	keyStore, trustStore := filepath.Join(dir, "server.pem"), filepath.Join(dir, "ca.pem")
+	copyFile := func(from, to string) {
+		t.Helper()
+		b, err := os.ReadFile(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to+".tmp", b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(to+".tmp", to); err != nil {
+			t.Fatal(err)
+		}
+	}
+	copyFile(first.serverPEM, keyStore)
+	copyFile(first.caFile, trustStore)
+	s := startStandalone(t, func(c *Config) {
+		c.TLS = TLSConfig{SecureClientAddr: "127.0.0.1:0", CertFile: keyStore, CAFile: trustStore, Reload: true}
+	})
+	saddr := s.SecureAddr().String()
+	handshake := func(p *testPKI) error {
+		nc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", saddr, p.clientConfig(true))
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := nc.Write([]byte("ruok")); err != nil {
+			return err
+		}
+		b, err := io.ReadAll(nc)
+		if string(b) != "imok" {
+			return fmt.Errorf("ruok answered %q (%v)", b, err)
+		}
+		return nil
+	}
+	if err := handshake(first); err != nil {
+		t.Fatalf("first stores: %v", err)
+	}
+	if err := handshake(second); err == nil {
+		t.Fatal("a client of the second CA was accepted before the stores changed")
+	}
+	c := connectTLS(t, saddr, first.clientConfig(true))
+	if _, err := c.Create("/before", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	// New stores: the second CA's server certificate and trust.
+	copyFile(second.serverPEM, keyStore)
+	copyFile(second.caFile, trustStore)
+	waitFor(t, func() bool { return s.counters.tlsReloads.Load() >= 1 })
+	if err := handshake(second); err != nil {
+		t.Fatalf("after the reload, a client of the second CA: %v", err)
+	}
+	if err := handshake(first); err == nil {
+		t.Error("after the reload, a client of the first CA was still accepted")
+	}
+	if _, _, err := c.Exists("/before"); err != nil {
+		t.Errorf("the connection opened before the reload: %v", err)
+	}
+
+	// A store that does not load: logged, and the second stores stay.
+	if err := os.WriteFile(keyStore, []byte("not PEM"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool { return s.counters.tlsReloadFailed.Load() >= 1 })
+	if err := handshake(second); err != nil {
+		t.Errorf("after a broken key store, the previous stores: %v", err)
 	}
 }

@@ -73,8 +73,10 @@ func (s *Server) startUpstream() error {
 	}
 	s.up.ln = ln
 	s.up.mu.conns = map[*upstream]struct{}{}
-	s.wg.Add(1)
-	go s.upstreamAcceptLoop()
+	if !s.routines.start(s.upstreamAcceptLoop) {
+		ln.Close()
+		return nil
+	}
 	s.log.Info("serving proxies", "proxy", ln.Addr().String(), "protocol", wire.Version)
 	return nil
 }
@@ -99,7 +101,6 @@ func (s *Server) stopUpstream() {
 }
 
 func (s *Server) upstreamAcceptLoop() {
-	defer s.wg.Done()
 	for {
 		nc, err := s.up.ln.Accept()
 		if err != nil {
@@ -121,11 +122,12 @@ func (s *Server) upstreamAcceptLoop() {
 		}
 		s.up.mu.conns[u] = struct{}{}
 		s.up.mu.Unlock()
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			u.serve()
-		}()
+		if !s.routines.start(u.serve) {
+			nc.Close()
+			s.up.mu.Lock()
+			delete(s.up.mu.conns, u)
+			s.up.mu.Unlock()
+		}
 	}
 }
 
@@ -156,12 +158,11 @@ func (u *upstream) serve() {
 	br := bufio.NewReaderSize(u.nc, 32<<10)
 	err := u.hello(br)
 	if err == nil {
-		u.srv.wg.Add(1)
-		go func() {
-			defer u.srv.wg.Done()
-			u.writer()
-		}()
-		err = u.run(br)
+		if u.srv.routines.start(u.writer) {
+			err = u.run(br)
+		} else {
+			err = net.ErrClosed
+		}
 	}
 	u.closeOut()
 	u.nc.Close()
@@ -285,11 +286,10 @@ func (u *upstream) open(ch int64, payload []byte) error {
 		v.Close()
 		return nil
 	}
-	u.srv.wg.Add(1)
-	go func() {
-		defer u.srv.wg.Done()
-		c.serve()
-	}()
+	if !u.srv.routines.start(c.serve) {
+		v.Close()
+		u.srv.unregister(c)
+	}
 	return nil
 }
 

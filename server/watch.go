@@ -387,7 +387,7 @@ func (r *registry) trigger(zxid int64, typ jute.EventType, path string, acl []ju
 		}
 		if c.held.on {
 			if len(c.held.notes) >= maxHeld {
-				go c.close() // a read that never ends: its client reconnects
+				c.srv.routines.start(c.close) // a read that never ends: its client reconnects
 				continue
 			}
 			c.held.notes = append(c.held.notes, note{zxid, typ, path})

@@ -1,11 +1,13 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -92,9 +94,28 @@ func TestFormat1DataDir(t *testing.T) {
 // Dragonboat refuses a data directory under another.
 const format1RaftAddr = "127.0.0.1:28871"
 
+// startFormat1 starts a member on the fixture's data directory. The Raft
+// address is fixed by the fixture, so another test's member (or any process
+// handed that port by the kernel) may hold it for a while: the start is
+// retried while the port is taken, for up to a minute.
 func startFormat1(t *testing.T, dataDir, clientAddr string) *server.Server {
 	t.Helper()
-	srv, err := server.New(server.Config{
+	deadline := time.Now().Add(time.Minute)
+	for {
+		srv, err := newFormat1(dataDir, clientAddr)
+		if err != nil && errors.Is(err, syscall.EADDRINUSE) && time.Now().Before(deadline) {
+			time.Sleep(500 * time.Millisecond)
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return srv
+	}
+}
+
+func newFormat1(dataDir, clientAddr string) (*server.Server, error) {
+	return server.New(server.Config{
 		DataDir:                dataDir,
 		ClientAddr:             clientAddr,
 		RaftAddr:               format1RaftAddr,
@@ -104,10 +125,6 @@ func startFormat1(t *testing.T, dataDir, clientAddr string) *server.Server {
 		MaxSessionTimeout:      40 * time.Second,
 		Logger:                 slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return srv
 }
 
 func repeat(s string, n int) string {

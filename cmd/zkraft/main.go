@@ -65,6 +65,9 @@ func serve(args []string) error {
 		return err
 	}
 	logger := cfg.Logger
+	if addr := os.Getenv(pprofEnv); addr != "" {
+		startPprof(addr, logger)
+	}
 	for _, n := range notes {
 		n.log(logger)
 	}
@@ -112,6 +115,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		reconfig   = fs.Bool("reconfig-enabled", false, "allow the reconfig op (ZooKeeper's reconfigEnabled)")
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 		proxyPort  = fs.Int("proxy-port", 0, "port, on the client address's host, where zkraft proxies connect (docs/proxy.md; 0: none)")
+		auditLog   = fs.String("audit-log", "", "write ZooKeeper's audit log (zookeeper.audit.enable) to this file, appending; - for stderr")
 	)
 	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -209,6 +213,18 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 	}
 
 	ops.apply(&cfg, set, *configPath != "")
+	switch *auditLog {
+	case "":
+	case "-":
+		cfg.AuditLog = os.Stderr
+	default:
+		f, err := os.OpenFile(*auditLog, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o640)
+		if err != nil {
+			return server.Config{}, nil, fmt.Errorf("--audit-log: %w", err)
+		}
+		cfg.AuditLog = f // open while the process runs
+	}
+	cfg.Admin.WriteSnapshot = writeZooKeeperSnapshot // adminsnapshot.go
 	return cfg, notes, nil
 }
 

@@ -93,7 +93,7 @@ func TestZooCfgDefaults(t *testing.T) {
 		GlobalOutstandingLimit: 1000,
 		ContainerCheckInterval: time.Minute,
 		FourLetterWords:        []string{"srvr"},
-		Admin:                  server.AdminConfig{Enabled: true, Addr: "0.0.0.0:8080", CommandURL: "/commands", IdleTimeout: 30 * time.Second},
+		Admin:                  server.AdminConfig{Enabled: true, Addr: "0.0.0.0:8080", CommandURL: "/commands", IdleTimeout: 30 * time.Second, SnapshotInterval: 5 * time.Minute},
 		Metrics:                server.MetricsConfig{Addr: "0.0.0.0:7000"},
 	}
 	if !reflect.DeepEqual(*cfg, want) {
@@ -195,7 +195,13 @@ func TestZooCfgMapping(t *testing.T) {
 		{"custom auth provider is named", "authProvider.2=com.example.LdapProvider", nil, func(*server.Config) bool { return true }, "authProvider.2"},
 		{"admin", "admin.serverAddress=127.0.0.1\nadmin.serverPort=9090\nadmin.commandURL=/cmd\nadmin.idleTimeout=5000", nil,
 			func(c *server.Config) bool {
-				return c.Admin == server.AdminConfig{Enabled: true, Addr: "127.0.0.1:9090", CommandURL: "/cmd", IdleTimeout: 5 * time.Second}
+				a := c.Admin
+				return a.Enabled && a.Addr == "127.0.0.1:9090" && a.CommandURL == "/cmd" && a.IdleTimeout == 5*time.Second &&
+					!a.SnapshotDisabled && a.SnapshotInterval == 5*time.Minute
+			}, ""},
+		{"admin snapshot", "admin.snapshot.enabled=false\nadmin.rateLimiterIntervalInMS=2000", nil,
+			func(c *server.Config) bool {
+				return c.Admin.SnapshotDisabled && c.Admin.SnapshotInterval == 2*time.Second
 			}, ""},
 		{"admin off", "admin.enableServer=false", nil, func(c *server.Config) bool { return !c.Admin.Enabled }, ""},
 		{"admin off from -D", "", map[string]string{"zookeeper.admin.enableServer": "false"}, func(c *server.Config) bool { return !c.Admin.Enabled }, ""},
@@ -223,6 +229,14 @@ func TestZooCfgMapping(t *testing.T) {
 					{ID: 2, RaftAddr: "b:2888", ElectionAddr: "b:3888", ClientAddr: "127.0.0.1:2182"},
 					{ID: 3, RaftAddr: "c:2888", ElectionAddr: "c:3888", ClientAddr: "0.0.0.0:2181", Observer: true},
 					{ID: 4, RaftAddr: "d:2888", ElectionAddr: "d:3888", ClientAddr: "0.0.0.0:2181"},
+				})
+			}, ""},
+		{"IPv6 hosts in brackets", "server.1=[::1]:2888:3888;[::1]:2181\nserver.2=[2001:db8::2]:2888:3888\nserver.3=[2001:db8::3]:2888:3888:observer", nil,
+			func(c *server.Config) bool {
+				return reflect.DeepEqual(c.Members, []server.Member{
+					{ID: 1, RaftAddr: "[::1]:2888", ElectionAddr: "[::1]:3888", ClientAddr: "[::1]:2181"},
+					{ID: 2, RaftAddr: "[2001:db8::2]:2888", ElectionAddr: "[2001:db8::2]:3888", ClientAddr: "0.0.0.0:2181"},
+					{ID: 3, RaftAddr: "[2001:db8::3]:2888", ElectionAddr: "[2001:db8::3]:3888", ClientAddr: "0.0.0.0:2181", Observer: true},
 				})
 			}, ""},
 		{"quorumListenOnAllIPs", "quorumListenOnAllIPs=true\nserver.1=a:1:2\nserver.2=b:1:2", nil, func(c *server.Config) bool { return c.RaftListenAllIPs }, ""},
@@ -266,6 +280,8 @@ func TestZooCfgErrors(t *testing.T) {
 		"server.1=a:1\nserver.2=b:1:2",
 		"server.1=a:1:2|a2:3:4\nserver.2=b:1:2",
 		"server.1=a:1:2:witness\nserver.2=b:1:2",
+		"server.1=::1:1:2\nserver.2=b:1:2",
+		"server.1=[::1:1:2\nserver.2=b:1:2",
 		"dynamicConfigFile=/nonexistent\nserver.1=a:1:2",
 		"ssl.keyStore.type=JKS",
 		"admin.serverPort=x",

@@ -77,6 +77,7 @@ var appliedSample = map[string]string{
 	"ssl.quorum.trustStore.type": "PEM", "authProvider.1": "org.apache.zookeeper.server.auth.SASLAuthenticationProvider",
 	"znode.container.checkIntervalMs": "60000", "admin.enableServer": "true", "admin.serverAddress": "127.0.0.1",
 	"admin.serverPort": "8080", "admin.idleTimeout": "30000", "admin.commandURL": "/commands",
+	"admin.snapshot.enabled": "true", "admin.rateLimiterIntervalInMS": "300000",
 	"metricsProvider.className": "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
 	"metricsProvider.httpHost":  "127.0.0.1", "metricsProvider.httpPort": "7000",
 }
@@ -183,9 +184,10 @@ func TestAppliedSettingsChangeTheConfig(t *testing.T) {
 		"ssl.keyStore.location": "/k.pem", "ssl.trustStore.location": "/ca.pem", "ssl.clientAuth": "want",
 		"ssl.quorum.keyStore.location": "/q.pem", "ssl.quorum.trustStore.location": "/qca.pem",
 		"admin.enableServer": "false", "admin.serverAddress": "127.0.0.1", "admin.serverPort": "9090",
-		"admin.idleTimeout": "1000", "admin.commandURL": "/c", "metricsProvider.className": "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
-		"metricsProvider.httpHost": "127.0.0.1", "metricsProvider.httpPort": "7001", "standaloneEnabled": "false",
-		"dataLogDir": "/l",
+		"admin.idleTimeout": "1000", "admin.commandURL": "/c", "admin.snapshot.enabled": "false", "admin.rateLimiterIntervalInMS": "1000",
+		"metricsProvider.className": "org.apache.zookeeper.metrics.prometheus.PrometheusMetricsProvider",
+		"metricsProvider.httpHost":  "127.0.0.1", "metricsProvider.httpPort": "7001", "standaloneEnabled": "false",
+		"dataLogDir": "/l", "audit.enable": "true", "client.certReload": "true",
 	}
 	jvmOnly := map[string]string{"jute.maxbuffer": "10", "znode.container.checkIntervalMs": "10", "java.security.auth.login.config": "/j"}
 	base, _, err := parseWith(t, "dataDir=/d\nclientPort=2181\nserver.1=a:1:2\n", nil)

@@ -34,6 +34,8 @@ type rule struct {
 	noSockets bool
 	// noRaft: neither Dragonboat nor Pebble.
 	noRaft bool
+	// noPebble: no Pebble (the store is raftsm's).
+	noPebble bool
 	// why is said with every violation of the row.
 	why string
 }
@@ -62,9 +64,15 @@ var rules = []rule{
 		why: "proxy/wire is the upstream protocol's codec, shared by the member and the proxy"},
 	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
 		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
-	{pkg: "server", zk: []string{"raftsm", "znode", "session", "jute", "internal/storecheck", "proxy/wire"},
-		testZK: []string{"internal/...", "client/...", "bench"},
-		why:    "the server stands on raftsm, znode, session and jute; cmd/zkraft wires the rest in"},
+	{pkg: "server", zk: []string{"raftsm", "znode", "session", "jute", "internal/storecheck", "console", "proxy/wire"},
+		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
+		why: "the server stands on raftsm, znode, session and jute; cmd/zkraft wires the rest in; " +
+			"it reaches the store only through raftsm (its views, figures and checks)"},
+	// The web console is pages and JSON over a Backend the server
+	// implements: it sees no server internals, no Raft and no Pebble. Its
+	// tests drive a real member in a real browser.
+	{pkg: "console", zk: []string{"jute"}, testZK: []string{"server", "znode", "internal/..."}, noRaft: true,
+		why: "the console sees the member only through its Backend interface; the server imports it, never the reverse"},
 	{pkg: "zkdata", zk: []string{"jute", "znode"}, testZK: []string{"internal/zktest"}, noSockets: true, noRaft: true,
 		why: "zkdata reads and writes ZooKeeper's files; cmd/zkraft moves its Tree into raftsm"},
 	{pkg: "client/...", zk: []string{"jute", "client/..."}, testZK: []string{"internal/...", "server"}, noRaft: true,
@@ -184,6 +192,8 @@ func TestCheckRefuses(t *testing.T) {
 		{one("client/resumable", "client_test.go", true, m+"/server", m+"/client/resumable"), ""},
 		{one("client/recipes", "lock.go", false, m+"/client/resumable"), ""},
 		{one("server", "conn.go", false, m+"/zkdata"), "server imports example.com/zk/zkdata"},
+		{one("server", "figures.go", false, "github.com/cockroachdb/pebble"), "server imports github.com/cockroachdb/pebble: no Pebble"},
+		{one("server", "raft.go", false, "github.com/lni/dragonboat/v4", m+"/raftsm"), ""},
 		{one("server", "conn.go", false, m+"/client/resumable"), "server imports example.com/zk/client/resumable"},
 		{one("server", "cluster_test.go", true, m+"/client/resumable"), ""},
 		{one("internal/zktest", "dump.go", false, m+"/zkdata"), "internal/zktest imports example.com/zk/zkdata"},
@@ -261,6 +271,8 @@ func refuse(module string, r rule, rel string, f file, path string) string {
 		return "no sockets in this package"
 	case r.noRaft && (inTree("github.com/lni/dragonboat", path) || inTree("github.com/cockroachdb/pebble", path)):
 		return "no Dragonboat or Pebble in this package"
+	case r.noPebble && inTree("github.com/cockroachdb/pebble", path):
+		return "no Pebble in this package"
 	case r.stdOnly && !std:
 		return "the standard library only"
 	}

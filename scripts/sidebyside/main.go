@@ -12,11 +12,15 @@
 // CPU seconds per thousand operations (utime+stime from /proc, summed over
 // an ensemble's members) and this load generator's own, and the ratios
 // zkraft/ZooKeeper. Every run goes to the JSON with the machine, versions,
-// commit and settings, so that reports can be made again from it.
+// commit and settings, so that reports can be made again from it;
+// results.html beside it draws the medians, ZooKeeper beside zkraft, as
+// throughput and latency charts per shape (plot.go; -html-from redraws it
+// from a results.json).
 //
 //	go run ./scripts/sidebyside -smoke
 //	go run ./scripts/sidebyside -members 1 -shapes 64x1,8x8 -workloads set-own,get -pairs 3 -duration 5s
 //	go run ./scripts/sidebyside -members 1,3 -pairs 3     # every shape and workload
+//	go run ./scripts/sidebyside -html-from /tmp/sidebyside-.../results.json
 //
 // It prints figures; it asserts nothing on time. Errors are counted per
 // request and reported per run and cell.
@@ -102,6 +106,8 @@ type options struct {
 	smoke          bool
 	failOnError    bool
 	value          []byte
+	// htmlFrom: only render results.html from this results.json.
+	htmlFrom string
 }
 
 const (
@@ -130,7 +136,7 @@ func parseFlags(args []string) (*options, error) {
 	sessionTimeout := fs.Duration("session-timeout", 30*time.Second, "the sessions' requested timeout")
 	startTimeout := fs.Duration("start-timeout", 90*time.Second, "how long an ensemble may take to serve")
 	maxOps := fs.Int64("max-ops", 50_000_000, "bound on the requests (rounds, for watch) of one run")
-	out := fs.String("out", "", "directory for results.json and results.md (default: a new directory under $TMPDIR)")
+	out := fs.String("out", "", "directory for results.json, results.md and results.html (default: a new directory under $TMPDIR)")
 	zkraftBin := fs.String("zkraft-bin", "", "zkraft binary to run (default: go build ./cmd/zkraft of this repository)")
 	zkraftFlags := fs.String("zkraft-flags", "", "extra flags for zkraft serve, space-separated (e.g. --read-mode sequential)")
 	zkHeap := fs.String("zk-heap", "1000m", "ZooKeeper's JVM heap (-Xmx; zkServer.sh's default is 1000m)")
@@ -138,6 +144,7 @@ func parseFlags(args []string) (*options, error) {
 	zkJar := fs.String("zk-jar", launch.DefaultJar, "Apache ZooKeeper jar")
 	keep := fs.Bool("keep", false, "keep every run's server logs (the data directories are removed)")
 	failOnError := fs.Bool("fail-on-error", false, "exit with status 3 when a run failed or any request failed (for CI; time is never asserted)")
+	htmlFrom := fs.String("html-from", "", "only write results.html (charts per shape) from this results.json, beside it, and exit")
 	smoke := fs.Bool("smoke", false, "quick check for CI: -members 1 -shapes "+smokeShapes+" -workloads "+smokeWorkloads+" -pairs 1 -warmup 1s -duration 3s, unless given")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: go run ./scripts/sidebyside [flags]\n\nworkloads:\n")
@@ -174,7 +181,7 @@ func parseFlags(args []string) (*options, error) {
 		watchTimeout: *watchTimeout, sessionTimeout: *sessionTimeout, startTimeout: *startTimeout,
 		maxOps: *maxOps, out: *out, zkraftBin: *zkraftBin, zkraftGiven: *zkraftBin != "",
 		zkraftFlags: strings.Fields(*zkraftFlags), zkHeap: *zkHeap, java: *java, zkJar: *zkJar,
-		keep: *keep, smoke: *smoke, failOnError: *failOnError}
+		keep: *keep, smoke: *smoke, failOnError: *failOnError, htmlFrom: *htmlFrom}
 	switch *system {
 	case "both":
 		o.systems = []launch.System{launch.ZooKeeper, launch.Zkraft}
@@ -276,6 +283,15 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sidebyside:", err)
 		os.Exit(2)
+	}
+	if o.htmlFrom != "" {
+		out := filepath.Join(filepath.Dir(o.htmlFrom), "results.html")
+		if err := writeHTMLReport(o.htmlFrom, out); err != nil {
+			fmt.Fprintln(os.Stderr, "sidebyside:", err)
+			os.Exit(1)
+		}
+		logf("report: %s", out)
+		return
 	}
 	// Every server dies with us: on return, on a panic of this goroutine
 	// here, on a signal below, and (Pdeathsig) on any other death.
@@ -393,7 +409,10 @@ loop:
 		return err
 	}
 	fmt.Print(table)
-	logf("all runs: %s", filepath.Join(o.out, "results.json"))
+	if err := os.WriteFile(filepath.Join(o.out, "results.html"), []byte(res.html()), 0o644); err != nil {
+		return err
+	}
+	logf("all runs: %s; charts: %s", filepath.Join(o.out, "results.json"), filepath.Join(o.out, "results.html"))
 	if o.failOnError {
 		failed, errs := 0, int64(0)
 		for _, r := range res.Runs {

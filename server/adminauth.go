@@ -1,0 +1,242 @@
+package server
+
+import (
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// ZooKeeper 3.9's AdminServer commands that change or expose the whole
+// state (snapshot, restore, shed_connections) carry an AuthRequest: the
+// request's Authorization header names a client authentication scheme
+// and its credentials, "<scheme> <auth>" ("digest alice:secret", or "ip"
+// alone), the scheme's provider turns them into ids exactly as for a
+// client's addAuth, and the ids must hold every permission the command
+// asks for on a znode (ALL on "/" for all three): a super user always
+// does, and with the default open ACL of "/" every authenticated caller
+// does, so an operator who wants these commands closed sets an ACL on "/".
+// zkraft's console uses the same check for its actions (console.go).
+//
+// The schemes over HTTP are ZooKeeper's providers that can read an HTTP
+// request: digest (with superDigest) and ip. x509 needs the AdminServer
+// over TLS, which zkraft's does not speak, and SASL has no HTTP exchange:
+// both are "Not authenticated", as an unknown scheme is.
+
+// adminAuthInfoSeparator splits the Authorization header's scheme from
+// its credentials (ZooKeeper's Commands.AUTH_INFO_SEPARATOR).
+const adminAuthInfoSeparator = " "
+
+// ZooKeeper's sentences for the refusals of an AuthRequest, with their
+// HTTP status codes.
+const (
+	authMissing       = "Auth info is missing for the command"
+	authNotAuthed     = "Not authenticated"
+	authNotAuthorized = "Not authorized"
+	authError         = "Error occurred during auth"
+)
+
+// authRefusal is a request refused by the AdminServer's authentication.
+type authRefusal struct {
+	status int
+	text   string
+}
+
+func (a *authRefusal) Error() string { return a.text }
+
+var (
+	errAuthMissing   = &authRefusal{http.StatusUnauthorized, authMissing}
+	errNotAuthed     = &authRefusal{http.StatusUnauthorized, authNotAuthed}
+	errNotAuthorized = &authRefusal{http.StatusForbidden, authNotAuthorized}
+)
+
+// httpRemoteIP is the address of an HTTP request's peer (ZooKeeper's
+// IPAuthenticationProvider.getClientIPAddress without X-Forwarded-For,
+// its default).
+func httpRemoteIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+// adminAuthenticate turns an Authorization header into ids, as the scheme's
+// provider does for a client: errAuthMissing without one, errNotAuthed
+// when the scheme is unknown, cannot be used over HTTP or authenticates no
+// id.
+func (s *Server) adminAuthenticate(r *http.Request) ([]jute.ID, error) {
+	info := r.Header.Get("Authorization")
+	if info == "" {
+		return nil, errAuthMissing
+	}
+	parts := strings.Split(info, adminAuthInfoSeparator)
+	if len(parts) != 1 && len(parts) != 2 {
+		return nil, errNotAuthed
+	}
+	switch parts[0] {
+	case "digest":
+		if len(parts) != 2 {
+			return nil, errNotAuthed
+		}
+		digest := znode.DigestID(parts[1])
+		ids := []jute.ID{}
+		if s.cfg.SuperDigest != "" && digest == s.cfg.SuperDigest {
+			ids = append(ids, jute.ID{Scheme: "super", ID: ""})
+		}
+		return append(ids, jute.ID{Scheme: "digest", ID: digest}), nil
+	case "ip":
+		return []jute.ID{{Scheme: "ip", ID: httpRemoteIP(r)}}, nil
+	}
+	return nil, errNotAuthed
+}
+
+// adminAuthorize authenticates the request and checks that its ids hold
+// every bit of perm on path (ZooKeeper's Commands.handleAuthorization).
+// The ACL is read as a client's getACL is, through the cell.
+func (s *Server) adminAuthorize(r *http.Request, perm int32, path string) ([]jute.ID, error) {
+	ids, err := s.adminAuthenticate(r)
+	if err != nil {
+		return nil, err
+	}
+	acl, err := s.consoleACL(path)
+	if err != nil {
+		return nil, &authRefusal{http.StatusInternalServerError, authError}
+	}
+	for b := int32(1); b <= perm; b <<= 1 {
+		if perm&b != 0 && znode.CheckACL(acl, b, ids) != nil {
+			return nil, errNotAuthorized
+		}
+	}
+	return ids, nil
+}
+
+// consoleACL reads a znode's ACL with the server's own rights, on the
+// read path clients use.
+func (s *Server) consoleACL(path string) ([]jute.ACL, error) {
+	return consoleRead(s, func(v raftsm.View) ([]jute.ACL, error) {
+		_, acl, err := znode.Reader{KV: v.Tree(), Auth: superAuth}.GetACL(path)
+		return acl, err
+	})
+}
+
+// consoleRead runs fn on a consistent snapshot of the cell's state, as a
+// client's read runs (snapshotRead): after a ReadIndex unless the member
+// reads locally, never under the state machine's lock.
+func consoleRead[T any](s *Server, fn func(v raftsm.View) (T, error)) (T, error) {
+	q := localRead
+	if s.cfg.ReadMode == ReadLinearizable && !s.cell.localReads.Load() {
+		q = linearizableRead
+	}
+	return readValue(s.cell.rep, nil, q, fn)
+}
+
+// adminReply is a command's answer over HTTP.
+type adminReply struct {
+	status int // 0: 200
+	fields jobj
+	err    string
+	// headers are set before the body.
+	headers [][2]string
+	// body, if set, is sent as application/octet-stream instead of JSON
+	// (a streamed snapshot); it is closed after.
+	body io.ReadCloser
+}
+
+// serveAdminCommand answers one AdminServer request for the command name:
+// unknown commands and a member that is not serving are answered 200 with
+// an error, as ZooKeeper; a command of the other method gets 405; an
+// AuthRequest refused gets 401 or 403 with ZooKeeper's sentence.
+func (s *Server) serveAdminCommand(w http.ResponseWriter, r *http.Request, name string) {
+	cmd, ok := commandByName(name)
+	var rep adminReply
+	primary := any(nil)
+	switch {
+	case !ok:
+		rep.err = "Unknown command: " + name
+	case cmd.needsServing(false) && !s.cell.serving():
+		primary, rep.err = cmd.name, strings.TrimSuffix(notServing, "\n")
+	case (cmd.post != nil) != (r.Method == http.MethodPost):
+		primary = cmd.name
+		rep.status, rep.err = http.StatusMethodNotAllowed, cmd.name+" answers "+cmd.method()+" requests only"
+	default:
+		primary = cmd.name
+		if cmd.auth {
+			if _, err := s.adminAuthorize(r, jute.PermAll, "/"); err != nil {
+				var ar *authRefusal
+				if !errors.As(err, &ar) {
+					ar = &authRefusal{http.StatusInternalServerError, authError}
+				}
+				rep.status, rep.err = ar.status, ar.text
+				break
+			}
+		}
+		switch {
+		case cmd.post != nil:
+			rep = cmd.post(s, r)
+		case cmd.get != nil:
+			rep = cmd.get(s, r)
+		default:
+			rep.fields, rep.err = cmd.json(s, r.URL.Query())
+		}
+	}
+	for _, h := range rep.headers {
+		w.Header().Set(h[0], h[1])
+	}
+	status := rep.status
+	if status == 0 {
+		status = http.StatusOK
+	}
+	if rep.body != nil {
+		defer rep.body.Close()
+		w.Header().Set("Content-Type", "application/octet-stream")
+		w.WriteHeader(status)
+		if _, err := io.Copy(w, rep.body); err != nil {
+			s.log.Warn("admin: streaming the answer", "command", name, "remote", r.RemoteAddr, "err", err)
+		}
+		return
+	}
+	out := rep.fields
+	if out == nil {
+		out = jobj{}
+	}
+	if !ok {
+		out = jobj{{"command", nil}, {"error", rep.err}}
+	} else if rep.err != "" {
+		out = append(out, kv{"error", rep.err}, kv{"command", primary})
+	} else {
+		out = append(out, kv{"command", primary}, kv{"error", nil})
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	w.Write([]byte(renderJSON(out)))
+}
+
+// method is the HTTP method the command answers.
+func (c *command) method() string {
+	if c.post != nil {
+		return http.MethodPost
+	}
+	return http.MethodGet
+}
+
+// queryBool is a boolean query parameter as Java's Boolean.parseBoolean
+// reads it ("true" in any case is true, anything else false), def when
+// absent.
+func queryBool(r *http.Request, name string, def bool) bool {
+	q := r.URL.Query()
+	if !q.Has(name) {
+		return def
+	}
+	return strings.EqualFold(q.Get(name), "true")
+}
+
+// hexZxid is a zxid as ZooKeeper's admin headers print it: "0x" and
+// ZxidUtils.zxidToString, lower-case hex without padding.
+func hexZxid(z int64) string { return "0x" + strconv.FormatInt(z, 16) }

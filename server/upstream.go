@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -416,8 +417,10 @@ var _ net.Conn = (*vconn)(nil)
 
 func newVconn(u *upstream, ch int64, clientAddr string) *vconn {
 	v := &vconn{up: u, ch: ch, remote: u.nc.RemoteAddr()}
-	if ap, err := net.ResolveTCPAddr("tcp", clientAddr); err == nil && ap.IP != nil {
-		v.remote = ap
+	// An address, never a name to look up: a lookup would hold the
+	// connection's reader.
+	if ap, err := netip.ParseAddrPort(clientAddr); err == nil {
+		v.remote = net.TCPAddrFromAddrPort(ap)
 	}
 	v.cond.L = &v.mu
 	return v

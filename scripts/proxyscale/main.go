@@ -370,7 +370,6 @@ type loader struct {
 	*proc
 	out    *bufio.Scanner
 	stdin  io.WriteCloser
-	result chan int
 }
 
 func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {

@@ -368,8 +368,8 @@ type group struct {
 
 type loader struct {
 	*proc
-	out    *bufio.Scanner
-	stdin  io.WriteCloser
+	out   *bufio.Scanner
+	stdin io.WriteCloser
 }
 
 func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {

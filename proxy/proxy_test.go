@@ -58,6 +58,12 @@ func startMember(t *testing.T, cfg *server.Config) *member {
 		}
 	}
 	srv, err := server.New(*cfg)
+	for try := 0; err != nil && strings.Contains(err.Error(), "address already in use") && try < 20; try++ {
+		// A restart on the same ports: another process may hold one for
+		// a moment.
+		time.Sleep(250 * time.Millisecond)
+		srv, err = server.New(*cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -35,6 +36,15 @@ type localProposal struct {
 	done chan struct{}
 	rep  *raftsm.Reply
 	err  error
+}
+
+func (p *localProposal) ready() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
 }
 
 func (p *localProposal) wait(done <-chan struct{}) (*raftsm.Reply, error) {
@@ -142,7 +152,7 @@ func startOverLocalReplica(t *testing.T, mode ReadMode) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCell(s, 1, 1)
+	c := newCell(s, fleet.DefaultCell, 1, 1)
 	c.rep = newLocalReplica(t, c)
 	c.leaderID.Store(1)
 	c.leader.Store(true)
@@ -152,7 +162,7 @@ func startOverLocalReplica(t *testing.T, mode ReadMode) *Server {
 		t.Fatal(err)
 	}
 	s.ln = ln
-	s.routines.start(s.acceptLoop)
+	s.routines.start(func() { s.acceptLoop(ln, c) })
 	t.Cleanup(func() {
 		s.mu.Lock()
 		s.mu.closed = true

@@ -58,7 +58,7 @@ func (c *conn) reconfigOp(body []byte) func() (*result, error) {
 	return func() (*result, error) {
 		req := new(jute.ReconfigRequest)
 		if jute.Unmarshal(body, req) != nil {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
+			return &result{zxid: c.cell.zxid.Load(), err: jute.ErrMarshallingError}, nil
 		}
 		code, err := c.cell.reconfig(req, auth)
 		if err != nil {

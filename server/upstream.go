@@ -282,7 +282,8 @@ func (u *upstream) open(ch int64, payload []byte) error {
 	} else {
 		v.deliver(o.Connect)
 	}
-	c, ok := u.srv.register(v)
+	// Proxies front the default cell (docs/proxy.md).
+	c, ok := u.srv.register(v, u.srv.cell)
 	if !ok {
 		v.Close()
 		return nil

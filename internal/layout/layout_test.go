@@ -64,9 +64,9 @@ var rules = []rule{
 		why: "proxy/wire is the upstream protocol's codec, shared by the member and the proxy"},
 	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
 		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
-	{pkg: "server", zk: []string{"raftsm", "znode", "session", "jute", "internal/storecheck", "console", "proxy/wire"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console", "proxy/wire"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
-		why: "the server stands on raftsm, znode, session and jute; cmd/zkraft wires the rest in; " +
+		why: "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in; " +
 			"it reaches the store only through raftsm (its views, figures and checks)"},
 	// The web console is pages and JSON over a Backend the server
 	// implements: it sees no server internals, no Raft and no Pebble. Its

@@ -235,10 +235,10 @@ func (f *fleetMember) propose(ctx context.Context, cmd fleet.Command) (fleet.Rep
 	b := fleet.Encode(cmd, time.Now().UnixMilli())
 	for {
 		pctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)
-		res, err := f.s.nh.SyncPropose(pctx, f.s.nh.GetNoOPSession(fleet.SystemShardID), b)
+		rep, err := systemShard{f.s.nh}.propose(pctx, b)
 		cancel()
 		if err == nil {
-			return fleet.ParseResult(res)
+			return rep, nil
 		}
 		if !errors.Is(err, dragonboat.ErrShardNotReady) && !errors.Is(err, dragonboat.ErrSystemBusy) &&
 			!errors.Is(err, dragonboat.ErrTimeout) && !errors.Is(err, dragonboat.ErrAborted) {
@@ -259,11 +259,7 @@ func (f *fleetMember) readMap(ctx context.Context) (*fleet.Map, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)
 	defer cancel()
-	v, err := f.s.nh.SyncRead(ctx, fleet.SystemShardID, fleet.MapQuery{})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*fleet.Map), nil
+	return systemShard{f.s.nh}.readMap(ctx)
 }
 
 // run keeps the hosted cells equal to what the map places here, until the
@@ -464,15 +460,15 @@ func (f *fleetMember) leaderDuties(m *fleet.Map, h *hostedCell, c fleet.Cell) {
 	ctx, cancel := context.WithTimeout(f.s.ctx, 5*time.Second)
 	defer cancel()
 	if len(c.Placement.Observers) > 0 {
-		mem, err := f.s.nh.SyncGetShardMembership(ctx, c.ShardID)
+		mem, err := h.c.rep.membership(ctx)
 		if err == nil {
 			for _, o := range c.Placement.Observers {
 				rid, _ := c.ReplicaOf(o)
 				x, ok := m.Member(o)
-				if _, in := mem.NonVotings[rid]; in || !ok {
+				if _, in := mem.nonVoting[rid]; in || !ok {
 					continue
 				}
-				if err := f.s.nh.SyncRequestAddNonVoting(ctx, c.ShardID, rid, x.RaftAddr, mem.ConfigChangeID); err != nil {
+				if err := h.c.rep.addReplica(ctx, rid, x.RaftAddr, true, mem.changeID); err != nil {
 					h.c.log.Warn("cells: add observer", "member", o, "replica", rid, "err", err)
 				}
 				break // one change per round: the membership's change id moved
@@ -584,7 +580,7 @@ func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, 
 func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCell, c fleet.Cell) {
 	nh := f.s.nh
 	self := f.s.cfg.ReplicaID
-	mem, err := nh.SyncGetShardMembership(ctx, c.ShardID)
+	mem, err := h.c.rep.membership(ctx)
 	if err != nil {
 		return
 	}
@@ -597,19 +593,19 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 	}
 	for _, v := range c.Target.Voters {
 		rid, _ := c.ReplicaOf(v)
-		if _, ok := mem.Nodes[rid]; ok {
+		if _, ok := mem.voters[rid]; ok {
 			continue
 		}
-		err := nh.SyncRequestAddReplica(ctx, c.ShardID, rid, addrOf(v), mem.ConfigChangeID)
+		err := h.c.rep.addReplica(ctx, rid, addrOf(v), false, mem.changeID)
 		h.c.log.Info("move: voter added", "member", v, "replica", rid, "err", err)
 		return
 	}
 	for _, o := range c.Target.Observers {
 		rid, _ := c.ReplicaOf(o)
-		if _, ok := mem.NonVotings[rid]; ok {
+		if _, ok := mem.nonVoting[rid]; ok {
 			continue
 		}
-		err := nh.SyncRequestAddNonVoting(ctx, c.ShardID, rid, addrOf(o), mem.ConfigChangeID)
+		err := h.c.rep.addReplica(ctx, rid, addrOf(o), true, mem.changeID)
 		h.c.log.Info("move: observer added", "member", o, "replica", rid, "err", err)
 		return
 	}
@@ -631,8 +627,8 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 		if c.Target.Has(r.Member) {
 			continue
 		}
-		_, voter := mem.Nodes[r.ID]
-		_, observer := mem.NonVotings[r.ID]
+		_, voter := mem.voters[r.ID]
+		_, observer := mem.nonVoting[r.ID]
 		if !voter && !observer {
 			continue
 		}
@@ -642,7 +638,7 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 			h.c.log.Info("move: leadership handed to a replica of the target before this one is removed", "to", to, "err", err)
 			return
 		}
-		err := nh.SyncRequestDeleteReplica(ctx, c.ShardID, r.ID, mem.ConfigChangeID)
+		err := h.c.rep.removeReplica(ctx, r.ID, mem.changeID)
 		h.c.log.Info("move: replica removed", "member", r.Member, "replica", r.ID, "err", err)
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"testing"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/testlog"
 )
 
 // TestChildrenPagesOfAHugeDirectory: a directory of 100,000 children is
@@ -95,7 +97,7 @@ func TestChildrenPagesOfAHugeDirectory(t *testing.T) {
 // action (403, ZooKeeper's "Not authorized"), the super user is not, and
 // a write still obeys the znode's own ACL.
 func TestActionsNeedALLOnRoot(t *testing.T) {
-	audit := &syncBuffer{}
+	audit := &testlog.Buffer{}
 	srv := startMember(t, audit)
 	c := connect(t, srv.Addr().String(), superPass)
 	if _, err := c.Create("/locked", []byte("x"), 0, zk.DigestACL(zk.PermRead, "alice", "pw")); err != nil {

@@ -58,15 +58,17 @@ var _ fleet.EventSink = (*fleetMember)(nil)
 // hostedCell is a cell the map places on this member: its replica, its
 // loops and its client listener.
 type hostedCell struct {
-	c       *cell
-	spec    fleet.Cell // the map's record when the replica started
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the cell's loops and its accept loop
-	ln      net.Listener   // nil while the port could not be bound
-	lnErr   error          // why not
-	lnPort  uint16
-	stopped bool
+	c         *cell
+	spec      fleet.Cell // the map's record when the replica started
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // the cell's loops and its accept loop
+	ln        net.Listener   // nil while the port could not be bound
+	lnErr     error          // why not
+	lnPort    uint16
+	tlsLn     net.Listener // the TLS port's, when the cell has one and the member serves TLS
+	tlsWarned bool         // its trouble is logged once
+	stopped   bool
 	// move is the leader's progress on the cell's move (run's only): the
 	// map version of the move and the zxid every new replica must have
 	// reached before a replica is removed (0: not yet taken).
@@ -431,6 +433,8 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	h.spec = c
 	f.mu.Unlock()
 	h.c.setLimits(c.Limits)
+	host, _, _ := net.SplitHostPort(f.s.cfg.ClientAddr)
+	f.listenTLS(h, c, host)
 	if h.ln != nil && h.lnPort == c.ClientPort {
 		return
 	}
@@ -438,7 +442,6 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 		h.ln.Close()
 		h.ln = nil
 	}
-	host, _, _ := net.SplitHostPort(f.s.cfg.ClientAddr)
 	addr := net.JoinHostPort(host, strconv.Itoa(int(c.ClientPort)))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -455,6 +458,37 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	f.mu.Unlock()
 	h.start(f.s, func() { f.s.acceptLoop(ln, h.c) })
 	h.c.log.Info("serving cell", "client", ln.Addr().String(), "shard", c.ShardID)
+}
+
+// listenTLS binds the cell's TLS port, with the member's TLS settings
+// (its secure client port's stores), when the cell has one and the member
+// serves TLS; a cell with a TLS port on a member without TLS is logged.
+func (f *fleetMember) listenTLS(h *hostedCell, c fleet.Cell, host string) {
+	if c.TLSPort == 0 || h.tlsLn != nil {
+		return
+	}
+	if f.s.ops.tls == nil {
+		if h.tlsWarned {
+			return
+		}
+		h.tlsWarned = true
+		h.c.log.Warn("cell's TLS port not served: this member has no secure client port configured (ssl.keyStore.location)", "tlsPort", c.TLSPort)
+		return
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(c.TLSPort)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if !h.tlsWarned {
+			h.tlsWarned = true
+			h.c.log.Error("cell's TLS port cannot be bound (retried every second)", "addr", addr, "err", err)
+		}
+		return
+	}
+	f.mu.Lock()
+	h.tlsLn = ln
+	f.mu.Unlock()
+	h.start(f.s, func() { f.s.secureAcceptLoop(ln, h.c) })
+	h.c.log.Info("serving cell over TLS", "secureClient", ln.Addr().String())
 }
 
 // leaderDuties is what the member of a cell's leader does for the map: it
@@ -504,6 +538,9 @@ func (f *fleetMember) stopCell(h *hostedCell, remove bool) {
 	f.mu.Lock()
 	if h.ln != nil {
 		h.ln.Close()
+	}
+	if h.tlsLn != nil {
+		h.tlsLn.Close()
 	}
 	h.stopped = true
 	f.mu.Unlock()

@@ -12,6 +12,7 @@ import (
 
 	"github.com/cockroachdb/pebble"
 
+	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -188,11 +189,23 @@ func upperBound(p []byte) []byte {
 // nodeValue is the stored value of a node: the length of its path (for
 // the tree's data size, without a walk) and its record.
 func nodeValue(path string, n *znode.Node) []byte {
-	rec := marshal(n)
-	v := make([]byte, 0, binary.MaxVarintLen64+len(rec))
-	v = binary.AppendUvarint(v, uint64(len(path)))
-	return append(v, rec...)
+	// One buffer of the encoded size: the value is written once, not
+	// grown from Marshal's 64 bytes and then copied behind the prefix.
+	size := binary.MaxVarintLen64 + nodeRecordBytes + len(n.Data)
+	for _, a := range n.ACL {
+		size += 12 + len(a.ID.Scheme) + len(a.ID.ID)
+	}
+	w := jute.NewWriter(size)
+	var pre [binary.MaxVarintLen64]byte
+	w.Raw(pre[:binary.PutUvarint(pre[:], uint64(len(path)))])
+	n.Encode(w)
+	return w.Bytes()
 }
+
+// nodeRecordBytes is the size of znode.Node's record without its data and
+// its ACL entries: version, data and ACL lengths, five longs, three ints,
+// the ephemeral owner and the child count.
+const nodeRecordBytes = 4 + 4 + 4 + 5*8 + 3*4 + 8 + 4
 
 // splitNodeValue returns the path length and the record of a stored node.
 func splitNodeValue(v []byte) (pathLen int, rec []byte, err error) {
@@ -201,6 +214,32 @@ func splitNodeValue(v []byte) (pathLen int, rec []byte, err error) {
 		return 0, nil, fmt.Errorf("%w: node value without a path length", znode.ErrCorruptNode)
 	}
 	return int(l), v[n:], nil
+}
+
+// nodeTail reads from a stored node only the fields of the fixed-size end
+// of its record (Czxid to NumChildren) and the length of its data: what
+// Put needs of the node it replaces. Data and ACL are left empty.
+func nodeTail(v []byte) (znode.Node, int64, error) {
+	_, rec, err := splitNodeValue(v)
+	if err != nil {
+		return znode.Node{}, 0, err
+	}
+	const tail = 5*8 + 3*4 + 8 + 4
+	if len(rec) < nodeRecordBytes || binary.BigEndian.Uint32(rec) != 1 {
+		return znode.Node{}, 0, fmt.Errorf("%w: stored node of %d bytes", znode.ErrCorruptNode, len(rec))
+	}
+	dlen, err := dataLen(rec)
+	if err != nil {
+		return znode.Node{}, 0, err
+	}
+	t := rec[len(rec)-tail:]
+	long := func(off int) int64 { return int64(binary.BigEndian.Uint64(t[off:])) }
+	i32 := func(off int) int32 { return int32(binary.BigEndian.Uint32(t[off:])) }
+	return znode.Node{
+		Czxid: long(0), Mzxid: long(8), Pzxid: long(16), Ctime: long(24), Mtime: long(32),
+		Version: i32(40), Cversion: i32(44), Aversion: i32(48),
+		EphemeralOwner: long(52), NumChildren: i32(60),
+	}, dlen, nil
 }
 
 func decodeNodeValue(v []byte) (*znode.Node, error) {
@@ -433,10 +472,16 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 		return err
 	}
 	var old *znode.Node
+	var oldDataLen int64
 	if oldRaw != nil {
-		if old, err = decodeNodeValue(oldRaw); err != nil {
+		// Only the fields at the record's fixed-size tail and the length
+		// of its data are needed of the old node: no need to decode its
+		// ACL or copy its data.
+		tail, dlen, err := nodeTail(oldRaw)
+		if err != nil {
 			return err
 		}
+		old, oldDataLen = &tail, dlen
 	}
 	v := nodeValue(path, n)
 	if err := kv.set(nodeKeyOf(&parent, &self, name), v, oldRaw); err != nil {
@@ -448,7 +493,7 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 			kv.stats.Nodes++
 			kv.stats.DataSize += int64(len(path))
 		} else {
-			kv.stats.DataSize -= int64(len(old.Data))
+			kv.stats.DataSize -= oldDataLen
 		}
 		kv.stats.DataSize += int64(len(n.Data))
 	}

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +9,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
@@ -36,8 +37,10 @@ const (
 // request read with nothing queued ahead of it is completed by the reader
 // (conn.idle), and a reply queued with nothing ahead of it in the outbox is
 // written by whoever completed it, without waiting for the socket
-// (conn.reply). The processor runs for pipelines, the flusher for replies
-// the socket does not take at once and for notifications.
+// (conn.reply); replies of requests answered one after another without a
+// wait (a burst read in one call, ready results) go out in one writev
+// (conn.process). The processor runs for pipelines, the flusher for
+// replies the socket does not take at once and for notifications.
 //
 // INVARIANT: on one connection, the notification of a change is queued in
 // the outbox before any reply that reflects the change (triggers are queued
@@ -103,6 +106,11 @@ type conn struct {
 	procWG   sync.WaitGroup
 	flushWG  sync.WaitGroup
 	procWake chan struct{}
+	// writer: the goroutine completing requests (the processor, or the
+	// reader inline) holds the outbox's writer role (beginWrite); replies
+	// it queued are unwritten until endWrite. Handed between the reader
+	// and the processor under q's lock (idle, pop).
+	writer bool
 
 	// q holds the requests read and not yet answered, in order, at most
 	// maxOutstanding of them and about queueBytes of request bytes; the
@@ -292,8 +300,6 @@ func formatHex(v uint64) string {
 	return string(b[i:])
 }
 
-var errFrameLength = errors.New("server: frame length out of range")
-
 // readFrame reads one length-prefixed frame, the first four bytes already
 // read into lenBuf when prefix is set.
 func (c *conn) readFrame(prefix []byte) ([]byte, error) {
@@ -303,10 +309,10 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 	} else if err := c.in.readFull(lenBuf[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
-	if n < 0 || int(n) > c.srv.cfg.MaxBuffer {
+	n, err := jute.FrameLength(lenBuf, c.srv.cfg.MaxBuffer)
+	if err != nil {
 		c.srv.counters.largeRequestsRejected.Add(1)
-		return nil, errFrameLength
+		return nil, err
 	}
 	buf := make([]byte, n)
 	if err := c.in.readFull(buf); err != nil {
@@ -431,6 +437,18 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 // readLoop reads requests until the connection ends.
 func (c *conn) readLoop() error {
 	var lastRead *pending
+	// holding: the reader is the outbox's writer, the replies of the
+	// requests it answered itself queued unwritten while the next request
+	// is already buffered (one write for a burst); it writes them before
+	// anything that may wait, and before it hands a request on.
+	holding := false
+	release := func() {
+		if holding {
+			holding = false
+			c.endWrite()
+		}
+	}
+	defer release()
 	// A connection that sends nothing for two session timeouts and a tick
 	// is closed. The deadline is moved at most once a tick (each move is a
 	// timer's), so it falls up to a tick later.
@@ -440,6 +458,9 @@ func (c *conn) readLoop() error {
 		if now := time.Now(); now.Sub(moved) >= tick {
 			c.nc.SetReadDeadline(now.Add(idle + tick))
 			moved = now
+		}
+		if !c.in.hasFrame() {
+			release() // before the read waits for the client
 		}
 		body, err := c.readFrame(nil)
 		if err != nil {
@@ -464,10 +485,17 @@ func (c *conn) readLoop() error {
 			c.readerWaits.Store(false)
 			lastRead = nil
 		}
-		if hdr.Type != jute.OpPing && !c.cell.rate.wait(c.done) {
+		if hdr.Type != jute.OpPing && c.cell.rate.rate.Load() > 0 {
 			// The cell's request rate (celllimits.go): this connection
-			// waits for a token; pings never do, so sessions live on.
-			return net.ErrClosed
+			// waits for a token; pings never do, so sessions live on. The
+			// replies held for a burst go out before it waits.
+			release()
+			if !c.cell.rate.wait(c.done) {
+				return net.ErrClosed
+			}
+		}
+		if !c.cell.serving() {
+			release()
 		}
 		if !c.cell.serving() && !c.cell.waitServing(c.srv.leaderGrace(), c.done) {
 			// An election is taking too long: the client moves on.
@@ -476,7 +504,7 @@ func (c *conn) readLoop() error {
 		start := time.Now()
 		// Nothing global is taken before the connection's own bounds admit
 		// the request: a client that does not read stalls here.
-		if err := c.admit(len(body)); err != nil {
+		if err := c.admit(len(body), release); err != nil {
 			return err
 		}
 		if err := c.acquireSlot(); err != nil {
@@ -493,7 +521,7 @@ func (c *conn) readLoop() error {
 			// Nothing queued ahead: answer it here, sparing a processor
 			// goroutine (and its stack's growth) per request. No later
 			// request is read before it has run (p.executed stays nil).
-			c.process(p, true)
+			holding = c.process(p, true, c.in.hasFrame())
 			if isClosed(c.done) {
 				return net.ErrClosed
 			}
@@ -502,6 +530,7 @@ func (c *conn) readLoop() error {
 			}
 			continue
 		}
+		release() // the processor takes the writer's role from here
 		if p.exec != nil {
 			p.executed = make(chan struct{})
 			lastRead = p
@@ -746,7 +775,7 @@ func (c *conn) processor() {
 			return
 		}
 		if p != nil {
-			c.process(p, false)
+			c.process(p, false, false)
 			continue
 		}
 		if t == nil {
@@ -777,7 +806,12 @@ func (c *conn) processor() {
 // request with nothing queued ahead of it (inline, byReader). A request
 // that fails closes the connection; the later ones then fail at once,
 // releasing their request states.
-func (c *conn) process(p *pending, byReader bool) {
+//
+// The reply is written at once unless the caller has more to answer at
+// once: the reader another request already buffered (more), the processor
+// a next request that is ready (nextReady). The caller then stays the
+// outbox's writer (the result) and the replies go out in one write.
+func (c *conn) process(p *pending, byReader, more bool) (writer bool) {
 	if p.watching {
 		// Room first: notifications are held while the read runs.
 		c.waitOutboxRoom(byReader)
@@ -787,6 +821,7 @@ func (c *conn) process(p *pending, byReader bool) {
 	c.requestDone(p, frame, err)
 	c.inflight.Add(-1)
 	if err != nil {
+		c.endWrite()
 		if p.watching {
 			c.cell.watches.finishRead(c, 0, nil, nil, nil)
 		}
@@ -794,19 +829,17 @@ func (c *conn) process(p *pending, byReader bool) {
 			c.log().Warn("request failed", "op", p.op.String(), "err", err)
 		}
 		c.close()
-		return
+		return false
 	}
 	if p.watching {
 		// The reply and the notifications finishRead queues are written
 		// here, as reply writes a reply alone.
-		claimed := c.claimWriter()
+		c.beginWrite()
 		c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
-		if claimed {
-			c.writeQueued()
-		}
 	} else {
 		c.waitOutboxRoom(byReader) // a slow reader holds the pipeline, not memory
-		c.reply(frame)
+		c.beginWrite()
+		c.enqueue(frame)
 	}
 	if p.after != nil {
 		p.after()
@@ -814,6 +847,72 @@ func (c *conn) process(p *pending, byReader bool) {
 	if p.closeAfter {
 		c.closeAfterFlush()
 	}
+	if !byReader {
+		more = c.nextReady()
+	}
+	if p.closeAfter || !more {
+		c.endWrite()
+	}
+	return c.writer
+}
+
+// batchBytes bounds the replies the processor queues before it writes
+// them (endWrite) while the next request is ready.
+const batchBytes = 64 << 10
+
+// beginWrite makes the caller the outbox's writer (claimWriter), unless it
+// is already: the processor keeps the role while the requests it answers
+// one after another are ready (nextReady), so that their replies go out in
+// one write, and ends it (endWrite) before it waits for anything.
+func (c *conn) beginWrite() {
+	if !c.writer {
+		c.writer = c.claimWriter()
+	}
+}
+
+// endWrite writes what was queued while the caller was the writer.
+func (c *conn) endWrite() {
+	if c.writer {
+		c.writer = false
+		c.writeQueued()
+	}
+}
+
+// nextReady reports whether the processor may answer the next queued
+// request without waiting: a ready reply, a local read that sets no watch
+// and needs no ReadIndex round, or a write whose result has arrived; and
+// the replies queued unwritten are under batchBytes.
+func (c *conn) nextReady() bool {
+	c.out.Lock()
+	full := c.out.bytes >= batchBytes
+	c.out.Unlock()
+	if full {
+		return false
+	}
+	c.q.Lock()
+	defer c.q.Unlock()
+	if len(c.q.items) == c.q.head {
+		return false
+	}
+	p := c.q.items[c.q.head]
+	switch {
+	case p.prop != nil:
+		return p.prop.ready()
+	case p.exec != nil:
+		return !p.watching && !c.waitsForRound(p) && quickRead(p.op)
+	}
+	return true
+}
+
+// quickRead reports whether op's read runs on the member's own state with
+// nothing to wait for (not sync, reconfig or the like).
+func quickRead(op jute.OpCode) bool {
+	switch op {
+	case jute.OpPing, jute.OpExists, jute.OpGetData, jute.OpGetChildren, jute.OpGetChildren2,
+		jute.OpGetACL, jute.OpGetAllChildrenNumber, jute.OpGetEphemerals:
+		return true
+	}
+	return false
 }
 
 func (c *conn) complete(p *pending) ([]byte, error) {
@@ -901,11 +1000,9 @@ func (c *conn) enqueue(frame []byte) {
 // write, every time). Nothing waits for the socket here: what it does not
 // take at once goes to the flusher, which waits under the stall timeout.
 func (c *conn) reply(frame []byte) {
-	claimed := c.claimWriter()
+	c.beginWrite()
 	c.enqueue(frame)
-	if claimed {
-		c.writeQueued()
-	}
+	c.endWrite()
 }
 
 // claimWriter makes the calling goroutine the outbox's writer, unless a
@@ -930,15 +1027,15 @@ func (c *conn) writeQueued() {
 	for len(c.out.frames) > 0 {
 		frames := c.takeFramesLocked()
 		c.out.Unlock()
-		sent, wrote := 0, 0
+		wrote := c.tryWrite(frames)
+		sent, left := 0, wrote
 		var rest [][]byte
 		for i, f := range frames {
-			n := c.tryWrite(f)
-			wrote += n
-			if n < len(f) {
-				rest = append([][]byte{f[n:]}, frames[i+1:]...)
+			if left < len(f) {
+				rest = append([][]byte{f[left:]}, frames[i+1:]...)
 				break
 			}
+			left -= len(f)
 			sent++
 		}
 		if sent > 0 {
@@ -971,26 +1068,38 @@ func (c *conn) writeQueued() {
 	c.out.Unlock()
 }
 
-// tryWrite writes what the socket takes of b without waiting for it; the
-// number of bytes written. A write deadline left by the flusher that has
-// passed makes it write nothing.
-func (c *conn) tryWrite(b []byte) int {
+// tryWrite writes what the socket takes of frames, in one writev call
+// for up to maxIovecs of them, without waiting for the socket; the number
+// of bytes written. A write deadline left by the flusher that has passed
+// makes it write nothing.
+func (c *conn) tryWrite(frames [][]byte) int {
 	n := 0
 	c.raw.Write(func(fd uintptr) bool {
-		for n < len(b) {
-			m, err := syscall.Write(int(fd), b[n:])
+		for len(frames) > 0 {
+			iov := frames[:min(len(frames), maxIovecs)]
+			want := 0
+			for _, f := range iov {
+				want += len(f)
+			}
+			m, err := unix.Writev(int(fd), iov)
 			if m > 0 {
 				n += m
+			}
+			if err == unix.EINTR && m <= 0 {
 				continue
 			}
-			if err != syscall.EINTR {
-				break // EAGAIN or a failure: the flusher meets it
+			if m < want {
+				break // the socket is full (EAGAIN) or failed: the flusher meets it
 			}
+			frames = frames[len(iov):]
 		}
 		return true
 	})
 	return n
 }
+
+// maxIovecs is the frames one writev takes (Linux's IOV_MAX is 1024).
+const maxIovecs = 256
 
 // kickFlusherLocked starts the flusher unless it runs; c.out is held.
 func (c *conn) kickFlusherLocked() {

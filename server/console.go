@@ -153,8 +153,8 @@ func (b consoleBackend) Members() console.Members {
 	if lag, ok := s.view().applyLag(); ok {
 		m.Lag = int64(lag)
 	}
-	if v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) { return v.AppliedIndex() })); err == nil {
-		m.Applied = v.(uint64)
+	if applied, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (uint64, error) { return v.AppliedIndex() }); err == nil {
+		m.Applied = applied
 	}
 	members := s.cfg.Members
 	if s.standalone() {
@@ -166,7 +166,12 @@ func (b consoleBackend) Members() console.Members {
 	return m
 }
 
-func (b consoleBackend) Gather() ([]*dto.MetricFamily, error) { return b.s.metrics.gatherer.Gather() }
+func (b consoleBackend) Gather() ([]*dto.MetricFamily, error) {
+	if b.s.metrics == nil || b.s.metrics.gatherer == nil {
+		return nil, errors.New("no Prometheus gatherer (server.Config.Metrics.Gatherer)")
+	}
+	return b.s.metrics.gatherer.Gather()
+}
 
 // write proposes a client's write with the admin's ids and no session.
 func (b consoleBackend) write(ids []jute.ID, op jute.OpCode, req jute.Record) (*raftsm.Reply, error) {

@@ -33,6 +33,17 @@ const readBufSize = 16 << 10
 
 var readBufPool = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
+// hasFrame reports whether a whole frame (length and body) is buffered:
+// the next read of one takes no read call and cannot block.
+func (f *frameReader) hasFrame() bool {
+	if f.buf == nil || f.w-f.r < 4 {
+		return false
+	}
+	b := (*f.buf)[f.r:f.w]
+	n := int(b[0])<<24 | int(b[1])<<16 | int(b[2])<<8 | int(b[3])
+	return n >= 0 && 4+n <= len(b)
+}
+
 // readFull fills p, as io.ReadFull.
 func (f *frameReader) readFull(p []byte) error {
 	for len(p) > 0 {

@@ -84,8 +84,12 @@ func (g *goroutines) afterFunc(d time.Duration, fn func()) bool {
 	}
 	var t *time.Timer
 	t = time.AfterFunc(d, func() {
-		// t is set: the function takes timers' lock, held until t is.
-		if !g.takeTimer(t) {
+		// t is read under timers' lock, held by afterFunc until t is set.
+		g.timers.Lock()
+		_, mine := g.timers.set[t]
+		delete(g.timers.set, t)
+		g.timers.Unlock()
+		if !mine {
 			return // stop took it, and ended its count
 		}
 		defer g.done()
@@ -93,14 +97,6 @@ func (g *goroutines) afterFunc(d time.Duration, fn func()) bool {
 	})
 	g.timers.set[t] = struct{}{}
 	return true
-}
-
-func (g *goroutines) takeTimer(t *time.Timer) bool {
-	g.timers.Lock()
-	defer g.timers.Unlock()
-	_, ok := g.timers.set[t]
-	delete(g.timers.set, t)
-	return ok
 }
 
 // stop refuses new goroutines and cancels the timers that have not fired.

@@ -215,7 +215,7 @@ func (c *conn) outboxLocked() int { return c.out.bytes + c.out.writing }
 // the top of this file); net.ErrClosed if it closes meanwhile. Only the
 // reader calls it, and only the reader adds to the queue, so the room it
 // sees is still there when it pushes.
-func (c *conn) admit(size int) error {
+func (c *conn) admit(size int, beforeWait func()) error {
 	hw := c.outboxHighWater()
 	for {
 		c.q.Lock()
@@ -230,6 +230,7 @@ func (c *conn) admit(size int) error {
 				return nil
 			}
 		}
+		beforeWait()
 		c.readerWaits.Store(true)
 		select {
 		case <-c.readerWake:
@@ -255,6 +256,10 @@ func (c *conn) waitOutboxRoom(byReader bool) {
 		c.out.Unlock()
 		if n <= limit || closed {
 			break
+		}
+		if c.writer {
+			c.endWrite() // the replies held for one write go first
+			continue
 		}
 		if !parked {
 			c.park()

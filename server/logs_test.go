@@ -42,8 +42,8 @@ func TestLifecycleLogs(t *testing.T) {
 	// A session whose client goes silent expires.
 	dialRaw(t, addr)
 	deadline := time.Now().Add(10 * time.Second)
-	// The expiry's apply closes the connection after the leader logs its
-	// proposal: wait for the connection's line, the last.
+	// "expiring sessions" is logged when the expiry is proposed and
+	// "session expired" once it is applied: wait for the later one.
 	for !strings.Contains(buf.String(), "msg=\"session expired\"") && time.Now().Before(deadline) {
 		time.Sleep(50 * time.Millisecond)
 	}

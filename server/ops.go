@@ -256,9 +256,9 @@ func (s *cellView) figures() figures {
 	if f.mode == "leader" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if m, err := s.nh.SyncGetShardMembership(ctx, s.cell.shardID); err == nil {
-			f.voters = len(m.Nodes)
-			for id, addr := range m.Nodes {
+		if m, err := s.cell.rep.membership(ctx); err == nil {
+			f.voters = len(m.voters)
+			for id, addr := range m.voters {
 				if id == s.cfg.ReplicaID {
 					continue
 				}
@@ -267,7 +267,7 @@ func (s *cellView) figures() figures {
 					f.syncedFollowers++
 				}
 			}
-			for _, addr := range m.NonVotings {
+			for _, addr := range m.nonVoting {
 				f.learners++
 				f.observers++
 				if s.ops.peers.isConnected(addr) {

@@ -29,6 +29,8 @@ var _ replica = (*raftReplica)(nil)
 // raftProposal is a proposal's Dragonboat request state.
 type raftProposal struct{ rs *dragonboat.RequestState }
 
+func (p raftProposal) ready() bool { return len(p.rs.ResultC()) > 0 }
+
 func (p raftProposal) wait(done <-chan struct{}) (*raftsm.Reply, error) {
 	select {
 	case r := <-p.rs.ResultC():

@@ -34,46 +34,19 @@ func parseConfig(data string) ([]Member, error) {
 	return out, nil
 }
 
-// parseServerLine parses "server.N=host:peer:election[:role];[clientHost:]clientPort".
+// parseServerLine parses one dynamic-configuration line,
+// "server.N=host:peer:election[:role];[clientHost:]clientPort": a line
+// without its client address is refused.
 func parseServerLine(line string) (Member, error) {
-	key, spec, ok := strings.Cut(line, "=")
-	idStr, ok2 := strings.CutPrefix(strings.TrimSpace(key), "server.")
-	if !ok || !ok2 {
+	key, value, ok := strings.Cut(line, "=")
+	if !ok {
 		return Member{}, fmt.Errorf("not a server line: %q", line)
 	}
-	id, err := strconv.ParseUint(idStr, 10, 64)
-	if err != nil || id == 0 || id > 254 {
-		return Member{}, fmt.Errorf("server id in %q must be 1..254", line)
+	m, hasClient, err := ParseServerLine(key, value)
+	if err == nil && !hasClient {
+		err = fmt.Errorf("%q: want host:peerPort:electionPort[:role];[clientHost:]clientPort", line)
 	}
-	addrPart, clientPart, hasClient := strings.Cut(strings.TrimSpace(spec), ";")
-	f := strings.Split(addrPart, ":")
-	if len(f) < 3 || len(f) > 4 || !hasClient {
-		return Member{}, fmt.Errorf("%q: want host:peerPort:electionPort[:role];[clientHost:]clientPort", line)
-	}
-	for _, p := range f[1:3] {
-		if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
-			return Member{}, fmt.Errorf("%q: bad port %q", line, p)
-		}
-	}
-	m := Member{ID: id, RaftAddr: f[0] + ":" + f[1], ElectionAddr: f[0] + ":" + f[2]}
-	if len(f) == 4 {
-		switch f[3] {
-		case "participant":
-		case "observer":
-			m.Observer = true
-		default:
-			return Member{}, fmt.Errorf("%q: role must be participant or observer", line)
-		}
-	}
-	ch, cp, found := strings.Cut(clientPart, ":")
-	if !found {
-		ch, cp = "0.0.0.0", clientPart
-	}
-	if n, err := strconv.Atoi(cp); err != nil || n <= 0 || n > 65535 {
-		return Member{}, fmt.Errorf("%q: bad client port", line)
-	}
-	m.ClientAddr = ch + ":" + cp
-	return m, nil
+	return m, err
 }
 
 // reconfigOp runs ZooKeeper's reconfig (op 16) when reconfigEnabled is on:

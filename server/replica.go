@@ -45,6 +45,9 @@ type proposal interface {
 	// wait returns the command's reply once it is applied, net.ErrClosed
 	// if done closes first.
 	wait(done <-chan struct{}) (*raftsm.Reply, error)
+	// ready reports whether wait would return at once (the reply has
+	// arrived); the pipeline then answers it with the replies before it.
+	ready() bool
 }
 
 // readTicket is a linearizable read's round started ahead of the read.

@@ -406,54 +406,14 @@ func (s *zkSettings) applyServers(cfg *server.Config, listenAllIPs bool) error {
 	return nil
 }
 
-// parseServer parses one server.N line; a member without a client address
-// uses clientAddr (clientPortAddress:clientPort).
+// parseServer parses one server.N line (server.ParseServerLine); a member
+// without a client address uses clientAddr (clientPortAddress:clientPort).
 func parseServer(key, v, clientAddr string) (server.Member, error) {
-	idStr := strings.TrimPrefix(key, "server.")
-	id, err := strconv.ParseUint(idStr, 10, 64)
-	if err != nil || id == 0 || id > 254 {
-		return server.Member{}, fmt.Errorf("%s: server id must be 1..254", key)
+	m, hasClient, err := server.ParseServerLine(key, v)
+	if err == nil && !hasClient {
+		m.ClientAddr = clientAddr
 	}
-	addrPart, clientPart, hasClient := strings.Cut(v, ";")
-	if strings.Contains(addrPart, "|") {
-		return server.Member{}, fmt.Errorf("%s=%q: a zkraft member has one address (multiAddress is not supported)", key, v)
-	}
-	fields := strings.Split(addrPart, ":")
-	if len(fields) < 3 || len(fields) > 4 {
-		return server.Member{}, fmt.Errorf("%s=%q: want host:peerPort:electionPort[:role]", key, v)
-	}
-	host := fields[0]
-	for _, p := range fields[1:3] {
-		if n, err := strconv.Atoi(p); err != nil || n <= 0 || n > 65535 {
-			return server.Member{}, fmt.Errorf("%s=%q: bad port %q", key, v, p)
-		}
-	}
-	m := server.Member{
-		ID:           id,
-		RaftAddr:     net.JoinHostPort(host, fields[1]),
-		ElectionAddr: net.JoinHostPort(host, fields[2]),
-		ClientAddr:   clientAddr,
-	}
-	if len(fields) == 4 {
-		switch strings.ToLower(fields[3]) {
-		case "participant":
-		case "observer":
-			m.Observer = true
-		default:
-			return server.Member{}, fmt.Errorf("%s=%q: role must be participant or observer", key, v)
-		}
-	}
-	if hasClient {
-		ch, cp, found := strings.Cut(strings.TrimSpace(clientPart), ":")
-		if !found {
-			ch, cp = "0.0.0.0", ch
-		}
-		if n, err := strconv.Atoi(cp); err != nil || n <= 0 || n > 65535 {
-			return server.Member{}, fmt.Errorf("%s=%q: bad client port", key, v)
-		}
-		m.ClientAddr = net.JoinHostPort(ch, cp)
-	}
-	return m, nil
+	return m, err
 }
 
 // applySystemProperties applies the settings ZooKeeper reads from system

@@ -231,6 +231,14 @@ func TestZooCfgMapping(t *testing.T) {
 					{ID: 4, RaftAddr: "d:2888", ElectionAddr: "d:3888", ClientAddr: "0.0.0.0:2181"},
 				})
 			}, ""},
+		{"IPv6 hosts in brackets", "server.1=[::1]:2888:3888;[::1]:2181\nserver.2=[2001:db8::2]:2888:3888\nserver.3=[2001:db8::3]:2888:3888:observer", nil,
+			func(c *server.Config) bool {
+				return reflect.DeepEqual(c.Members, []server.Member{
+					{ID: 1, RaftAddr: "[::1]:2888", ElectionAddr: "[::1]:3888", ClientAddr: "[::1]:2181"},
+					{ID: 2, RaftAddr: "[2001:db8::2]:2888", ElectionAddr: "[2001:db8::2]:3888", ClientAddr: "0.0.0.0:2181"},
+					{ID: 3, RaftAddr: "[2001:db8::3]:2888", ElectionAddr: "[2001:db8::3]:3888", ClientAddr: "0.0.0.0:2181", Observer: true},
+				})
+			}, ""},
 		{"quorumListenOnAllIPs", "quorumListenOnAllIPs=true\nserver.1=a:1:2\nserver.2=b:1:2", nil, func(c *server.Config) bool { return c.RaftListenAllIPs }, ""},
 		{"reconfigEnabled", "reconfigEnabled=true", nil, func(c *server.Config) bool { return c.ReconfigEnabled }, ""},
 		{"electionAlg=3 is accepted and named", "electionAlg=3", nil, func(*server.Config) bool { return true }, "electionAlg"},
@@ -272,6 +280,8 @@ func TestZooCfgErrors(t *testing.T) {
 		"server.1=a:1\nserver.2=b:1:2",
 		"server.1=a:1:2|a2:3:4\nserver.2=b:1:2",
 		"server.1=a:1:2:witness\nserver.2=b:1:2",
+		"server.1=::1:1:2\nserver.2=b:1:2",
+		"server.1=[::1:1:2\nserver.2=b:1:2",
 		"dynamicConfigFile=/nonexistent\nserver.1=a:1:2",
 		"ssl.keyStore.type=JKS",
 		"admin.serverPort=x",

@@ -20,7 +20,6 @@ import (
 
 	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/raftsm"
-	"github.com/zkraft/zkraft/znode"
 )
 
 // fleetMember is this member's side of the fleet (docs/cells.md): its
@@ -350,25 +349,11 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	cl := newCell(s, c.Name, c.ShardID, rid)
 	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
 	cl.setLimits(c.Limits)
-	smCfg := raftsm.Config{
-		Dir:             filepath.Join(s.cfg.DataDir, "state"),
-		Options:         znode.Options{ExtendedTypes: s.cfg.ExtendedTypes, EnforceQuota: s.cfg.EnforceQuota},
-		Sink:            cl,
-		HistoryMax:      s.cfg.HistoryMax,
-		HistoryMaxAge:   int64(s.cfg.HistoryMaxAge / time.Millisecond),
-		BlockCacheBytes: s.cfg.BlockCacheBytes,
-	}
-	rc := dbconfig.Config{
-		ShardID:            c.ShardID,
-		ReplicaID:          rid,
-		CheckQuorum:        true,
-		PreVote:            true,
-		ElectionRTT:        s.cfg.ElectionRTT,
-		HeartbeatRTT:       s.cfg.HeartbeatRTT,
-		SnapshotEntries:    s.cfg.SnapshotEntries,
-		CompactionOverhead: s.cfg.SnapshotEntries / 5,
-		MaxInMemLogSize:    256 << 20,
-	}
+	// The default cell's configuration (ReplicaConfig), on the cell's
+	// shard and this member's replica of it.
+	cc := s.cfg
+	cc.ShardID, cc.ReplicaID = c.ShardID, rid
+	rc, smCfg := ReplicaConfig(cc, cl)
 	// A voter of the placement the cell was created with starts with
 	// those voters as the shard's initial members (Dragonboat ignores
 	// them once the replica has state); an observer joins, with no

@@ -236,7 +236,7 @@ func (f *fleetMember) propose(ctx context.Context, cmd fleet.Command) (fleet.Rep
 	b := fleet.Encode(cmd, time.Now().UnixMilli())
 	for {
 		pctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)
-		res, err := f.s.nh.SyncPropose(pctx, f.s.nh.GetNoOPSession(fleet.SystemShardID), b)
+		res, err := f.s.systemPropose(pctx, b)
 		cancel()
 		if err == nil {
 			return fleet.ParseResult(res)
@@ -260,11 +260,7 @@ func (f *fleetMember) readMap(ctx context.Context) (*fleet.Map, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)
 	defer cancel()
-	v, err := f.s.nh.SyncRead(ctx, fleet.SystemShardID, fleet.MapQuery{})
-	if err != nil {
-		return nil, err
-	}
-	return v.(*fleet.Map), nil
+	return f.s.systemMap(ctx)
 }
 
 // run keeps the hosted cells equal to what the map places here, until the
@@ -483,15 +479,15 @@ func (f *fleetMember) leaderDuties(m *fleet.Map, h *hostedCell, c fleet.Cell) {
 	ctx, cancel := context.WithTimeout(f.s.ctx, 5*time.Second)
 	defer cancel()
 	if len(c.Placement.Observers) > 0 {
-		mem, err := f.s.nh.SyncGetShardMembership(ctx, c.ShardID)
+		mem, err := h.c.rep.membership(ctx)
 		if err == nil {
 			for _, o := range c.Placement.Observers {
 				rid, _ := c.ReplicaOf(o)
 				x, ok := m.Member(o)
-				if _, in := mem.NonVotings[rid]; in || !ok {
+				if _, in := mem.nonVoting[rid]; in || !ok {
 					continue
 				}
-				if err := f.s.nh.SyncRequestAddNonVoting(ctx, c.ShardID, rid, x.RaftAddr, mem.ConfigChangeID); err != nil {
+				if err := h.c.rep.addReplica(ctx, rid, x.RaftAddr, true, mem.changeID); err != nil {
 					h.c.log.Warn("cells: add observer", "member", o, "replica", rid, "err", err)
 				}
 				break // one change per round: the membership's change id moved
@@ -604,9 +600,9 @@ func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, 
 // (handing the leadership to a target voter first if its own is one), and
 // proposes finishMove once the shard's membership is the target's.
 func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCell, c fleet.Cell) {
-	nh := f.s.nh
+	shard := h.c.rep
 	self := f.s.cfg.ReplicaID
-	mem, err := nh.SyncGetShardMembership(ctx, c.ShardID)
+	mem, err := shard.membership(ctx)
 	if err != nil {
 		return
 	}
@@ -619,19 +615,19 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 	}
 	for _, v := range c.Target.Voters {
 		rid, _ := c.ReplicaOf(v)
-		if _, ok := mem.Nodes[rid]; ok {
+		if _, ok := mem.voters[rid]; ok {
 			continue
 		}
-		err := nh.SyncRequestAddReplica(ctx, c.ShardID, rid, addrOf(v), mem.ConfigChangeID)
+		err := shard.addReplica(ctx, rid, addrOf(v), false, mem.changeID)
 		h.c.log.Info("move: voter added", "member", v, "replica", rid, "err", err)
 		return
 	}
 	for _, o := range c.Target.Observers {
 		rid, _ := c.ReplicaOf(o)
-		if _, ok := mem.NonVotings[rid]; ok {
+		if _, ok := mem.nonVoting[rid]; ok {
 			continue
 		}
-		err := nh.SyncRequestAddNonVoting(ctx, c.ShardID, rid, addrOf(o), mem.ConfigChangeID)
+		err := shard.addReplica(ctx, rid, addrOf(o), true, mem.changeID)
 		h.c.log.Info("move: observer added", "member", o, "replica", rid, "err", err)
 		return
 	}
@@ -653,18 +649,18 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 		if c.Target.Has(r.Member) {
 			continue
 		}
-		_, voter := mem.Nodes[r.ID]
-		_, observer := mem.NonVotings[r.ID]
+		_, voter := mem.voters[r.ID]
+		_, observer := mem.nonVoting[r.ID]
 		if !voter && !observer {
 			continue
 		}
 		if r.Member == self {
 			to, _ := c.ReplicaOf(c.Target.Voters[0])
-			err := nh.RequestLeaderTransfer(c.ShardID, to)
+			err := f.s.nh.RequestLeaderTransfer(c.ShardID, to)
 			h.c.log.Info("move: leadership handed to a replica of the target before this one is removed", "to", to, "err", err)
 			return
 		}
-		err := nh.SyncRequestDeleteReplica(ctx, c.ShardID, r.ID, mem.ConfigChangeID)
+		err := shard.removeReplica(ctx, r.ID)
 		h.c.log.Info("move: replica removed", "member", r.Member, "replica", r.ID, "err", err)
 		return
 	}

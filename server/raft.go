@@ -8,7 +8,9 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
+	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 )
@@ -232,4 +234,23 @@ func (r *raftReplica) addReplica(ctx context.Context, id uint64, addr string, no
 
 func (r *raftReplica) removeReplica(ctx context.Context, id uint64) error {
 	return r.nh.SyncRequestDeleteReplica(ctx, r.shardID, id, 0)
+}
+
+// systemPropose proposes an encoded fleet command to the system shard and
+// waits for its result (fleet.go).
+func (s *Server) systemPropose(ctx context.Context, cmd []byte) (sm.Result, error) {
+	return s.nh.SyncPropose(ctx, s.nh.GetNoOPSession(fleet.SystemShardID), cmd)
+}
+
+// systemMap reads the fleet's map linearizably from the system shard.
+func (s *Server) systemMap(ctx context.Context) (*fleet.Map, error) {
+	v, err := s.nh.SyncRead(ctx, fleet.SystemShardID, fleet.MapQuery{})
+	if err != nil {
+		return nil, err
+	}
+	m, ok := v.(*fleet.Map)
+	if !ok {
+		return nil, fmt.Errorf("server: the system shard answered %T", v)
+	}
+	return m, nil
 }

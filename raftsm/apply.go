@@ -184,11 +184,7 @@ func (a *applier) request(c *Command) (*Reply, error) {
 		return nil, err
 	}
 	a.triggers(zxid, tx.Triggers)
-	r := &Reply{Zxid: zxid}
-	if resp != nil {
-		r.Body = marshal(resp)
-	}
-	return r, nil
+	return &Reply{Zxid: zxid, resp: resp}, nil
 }
 
 func (a *applier) createSession(c *Command) (*Reply, error) {

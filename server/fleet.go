@@ -236,10 +236,10 @@ func (f *fleetMember) propose(ctx context.Context, cmd fleet.Command) (fleet.Rep
 	b := fleet.Encode(cmd, time.Now().UnixMilli())
 	for {
 		pctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)
-		res, err := f.s.systemPropose(pctx, b)
+		rep, err := systemShard{f.s.nh}.propose(pctx, b)
 		cancel()
 		if err == nil {
-			return fleet.ParseResult(res)
+			return rep, nil
 		}
 		if !errors.Is(err, dragonboat.ErrShardNotReady) && !errors.Is(err, dragonboat.ErrSystemBusy) &&
 			!errors.Is(err, dragonboat.ErrTimeout) && !errors.Is(err, dragonboat.ErrAborted) {
@@ -260,7 +260,7 @@ func (f *fleetMember) readMap(ctx context.Context) (*fleet.Map, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, f.s.cfg.ProposalTimeout)
 	defer cancel()
-	return f.s.systemMap(ctx)
+	return systemShard{f.s.nh}.readMap(ctx)
 }
 
 // run keeps the hosted cells equal to what the map places here, until the
@@ -600,9 +600,8 @@ func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, 
 // (handing the leadership to a target voter first if its own is one), and
 // proposes finishMove once the shard's membership is the target's.
 func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCell, c fleet.Cell) {
-	shard := h.c.rep
 	self := f.s.cfg.ReplicaID
-	mem, err := shard.membership(ctx)
+	mem, err := h.c.rep.membership(ctx)
 	if err != nil {
 		return
 	}
@@ -618,7 +617,7 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 		if _, ok := mem.voters[rid]; ok {
 			continue
 		}
-		err := shard.addReplica(ctx, rid, addrOf(v), false, mem.changeID)
+		err := h.c.rep.addReplica(ctx, rid, addrOf(v), false, mem.changeID)
 		h.c.log.Info("move: voter added", "member", v, "replica", rid, "err", err)
 		return
 	}
@@ -627,7 +626,7 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 		if _, ok := mem.nonVoting[rid]; ok {
 			continue
 		}
-		err := shard.addReplica(ctx, rid, addrOf(o), true, mem.changeID)
+		err := h.c.rep.addReplica(ctx, rid, addrOf(o), true, mem.changeID)
 		h.c.log.Info("move: observer added", "member", o, "replica", rid, "err", err)
 		return
 	}
@@ -660,7 +659,7 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 			h.c.log.Info("move: leadership handed to a replica of the target before this one is removed", "to", to, "err", err)
 			return
 		}
-		err := shard.removeReplica(ctx, r.ID)
+		err := h.c.rep.removeReplica(ctx, r.ID, mem.changeID)
 		h.c.log.Info("move: replica removed", "member", r.Member, "replica", r.ID, "err", err)
 		return
 	}

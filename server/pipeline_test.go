@@ -139,7 +139,7 @@ func (r *localReplica) addReplica(context.Context, uint64, string, bool, uint64)
 	return errors.New("localReplica: one replica")
 }
 
-func (r *localReplica) removeReplica(context.Context, uint64) error {
+func (r *localReplica) removeReplica(context.Context, uint64, uint64) error {
 	return errors.New("localReplica: one replica")
 }
 

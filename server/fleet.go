@@ -20,7 +20,6 @@ import (
 
 	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/raftsm"
-	"github.com/zkraft/zkraft/znode"
 )
 
 // fleetMember is this member's side of the fleet (docs/cells.md): its
@@ -58,15 +57,17 @@ var _ fleet.EventSink = (*fleetMember)(nil)
 // hostedCell is a cell the map places on this member: its replica, its
 // loops and its client listener.
 type hostedCell struct {
-	c       *cell
-	spec    fleet.Cell // the map's record when the replica started
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the cell's loops and its accept loop
-	ln      net.Listener   // nil while the port could not be bound
-	lnErr   error          // why not
-	lnPort  uint16
-	stopped bool
+	c         *cell
+	spec      fleet.Cell // the map's record when the replica started
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // the cell's loops and its accept loop
+	ln        net.Listener   // nil while the port could not be bound
+	lnErr     error          // why not
+	lnPort    uint16
+	tlsLn     net.Listener // the TLS port's, when the cell has one and the member serves TLS
+	tlsWarned bool         // its trouble is logged once
+	stopped   bool
 	// move is the leader's progress on the cell's move (run's only): the
 	// map version of the move and the zxid every new replica must have
 	// reached before a replica is removed (0: not yet taken).
@@ -344,25 +345,11 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	cl := newCell(s, c.Name, c.ShardID, rid)
 	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
 	cl.setLimits(c.Limits)
-	smCfg := raftsm.Config{
-		Dir:             filepath.Join(s.cfg.DataDir, "state"),
-		Options:         znode.Options{ExtendedTypes: s.cfg.ExtendedTypes, EnforceQuota: s.cfg.EnforceQuota},
-		Sink:            cl,
-		HistoryMax:      s.cfg.HistoryMax,
-		HistoryMaxAge:   int64(s.cfg.HistoryMaxAge / time.Millisecond),
-		BlockCacheBytes: s.cfg.BlockCacheBytes,
-	}
-	rc := dbconfig.Config{
-		ShardID:            c.ShardID,
-		ReplicaID:          rid,
-		CheckQuorum:        true,
-		PreVote:            true,
-		ElectionRTT:        s.cfg.ElectionRTT,
-		HeartbeatRTT:       s.cfg.HeartbeatRTT,
-		SnapshotEntries:    s.cfg.SnapshotEntries,
-		CompactionOverhead: s.cfg.SnapshotEntries / 5,
-		MaxInMemLogSize:    256 << 20,
-	}
+	// The default cell's configuration (ReplicaConfig), on the cell's
+	// shard and this member's replica of it.
+	cc := s.cfg
+	cc.ShardID, cc.ReplicaID = c.ShardID, rid
+	rc, smCfg := ReplicaConfig(cc, cl)
 	// A voter of the placement the cell was created with starts with
 	// those voters as the shard's initial members (Dragonboat ignores
 	// them once the replica has state); an observer joins, with no
@@ -427,6 +414,8 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	h.spec = c
 	f.mu.Unlock()
 	h.c.setLimits(c.Limits)
+	host, _, _ := net.SplitHostPort(f.s.cfg.ClientAddr)
+	f.listenTLS(h, c, host)
 	if h.ln != nil && h.lnPort == c.ClientPort {
 		return
 	}
@@ -434,7 +423,6 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 		h.ln.Close()
 		h.ln = nil
 	}
-	host, _, _ := net.SplitHostPort(f.s.cfg.ClientAddr)
 	addr := net.JoinHostPort(host, strconv.Itoa(int(c.ClientPort)))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -451,6 +439,37 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	f.mu.Unlock()
 	h.start(f.s, func() { f.s.acceptLoop(ln, h.c) })
 	h.c.log.Info("serving cell", "client", ln.Addr().String(), "shard", c.ShardID)
+}
+
+// listenTLS binds the cell's TLS port, with the member's TLS settings
+// (its secure client port's stores), when the cell has one and the member
+// serves TLS; a cell with a TLS port on a member without TLS is logged.
+func (f *fleetMember) listenTLS(h *hostedCell, c fleet.Cell, host string) {
+	if c.TLSPort == 0 || h.tlsLn != nil {
+		return
+	}
+	if f.s.ops.tls == nil {
+		if h.tlsWarned {
+			return
+		}
+		h.tlsWarned = true
+		h.c.log.Warn("cell's TLS port not served: this member has no secure client port configured (ssl.keyStore.location)", "tlsPort", c.TLSPort)
+		return
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(c.TLSPort)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if !h.tlsWarned {
+			h.tlsWarned = true
+			h.c.log.Error("cell's TLS port cannot be bound (retried every second)", "addr", addr, "err", err)
+		}
+		return
+	}
+	f.mu.Lock()
+	h.tlsLn = ln
+	f.mu.Unlock()
+	h.start(f.s, func() { f.s.secureAcceptLoop(ln, h.c) })
+	h.c.log.Info("serving cell over TLS", "secureClient", ln.Addr().String())
 }
 
 // leaderDuties is what the member of a cell's leader does for the map: it
@@ -500,6 +519,9 @@ func (f *fleetMember) stopCell(h *hostedCell, remove bool) {
 	f.mu.Lock()
 	if h.ln != nil {
 		h.ln.Close()
+	}
+	if h.tlsLn != nil {
+		h.tlsLn.Close()
 	}
 	h.stopped = true
 	f.mu.Unlock()
@@ -578,7 +600,6 @@ func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, 
 // (handing the leadership to a target voter first if its own is one), and
 // proposes finishMove once the shard's membership is the target's.
 func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCell, c fleet.Cell) {
-	nh := f.s.nh
 	self := f.s.cfg.ReplicaID
 	mem, err := h.c.rep.membership(ctx)
 	if err != nil {
@@ -634,7 +655,7 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 		}
 		if r.Member == self {
 			to, _ := c.ReplicaOf(c.Target.Voters[0])
-			err := nh.RequestLeaderTransfer(c.ShardID, to)
+			err := f.s.nh.RequestLeaderTransfer(c.ShardID, to)
 			h.c.log.Info("move: leadership handed to a replica of the target before this one is removed", "to", to, "err", err)
 			return
 		}

@@ -154,6 +154,26 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	return applied, nil
 }
 
+// ReadStore reads the map a stopped replica's store holds (dir as
+// Config.Dir), read-only and checked against its digest, for the offline
+// commands (export --cell). A missing store is an error.
+func ReadStore(dir string, shardID, replicaID uint64) (*Map, error) {
+	d := StoreDir(dir, shardID, replicaID)
+	if _, err := os.Stat(filepath.Join(d, "CURRENT")); err != nil {
+		return nil, fmt.Errorf("fleet: no store of the system shard in %s: %w", d, err)
+	}
+	db, err := pebble.Open(d, &pebble.Options{ReadOnly: true})
+	if err != nil {
+		return nil, fmt.Errorf("fleet: open %s: %w", d, err)
+	}
+	defer db.Close()
+	m, _, _, err := load(db)
+	if err != nil {
+		return nil, fmt.Errorf("fleet: %s: %w", d, err)
+	}
+	return m, nil
+}
+
 // load reads the map from db, initialising a new store.
 func load(db *pebble.DB) (*Map, uint64, uint64, error) {
 	f, err := get(db, keyFormat)

@@ -432,3 +432,51 @@ func TestCellMoveWhileWriting(t *testing.T) {
 	}
 	t.Logf("%d writes acknowledged across the move, all on member 4", len(acked))
 }
+
+// TestCellTLSPort: a cell with a TLS port is served over TLS on it with
+// the member's stores, in the cell's namespace.
+func TestCellTLSPort(t *testing.T) {
+	pki := newTestPKI(t)
+	cfg := standaloneConfig(t, t.TempDir(), "")
+	cfg.TLS = TLSConfig{SecureClientAddr: "127.0.0.1:0", CertFile: pki.serverPEM, CAFile: pki.caFile}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	port, tlsPort := uint16(freeport.Port(t)), uint16(freeport.Port(t))
+	rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "secure", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port, TLSPort: tlsPort})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	waitServed(t, s, "secure")
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		s.fleet.mu.Lock()
+		ln := s.fleet.mu.hosted["secure"].tlsLn
+		s.fleet.mu.Unlock()
+		if ln != nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cell's TLS port is not served")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	c := connectTLS(t, fmt.Sprintf("127.0.0.1:%d", tlsPort), pki.clientConfig(true))
+	defer c.Close()
+	if _, err := c.Create("/over-tls", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	p := connectZK(t, fmt.Sprintf("127.0.0.1:%d", port))
+	defer p.Close()
+	if ok, _, err := p.Exists("/over-tls"); err != nil || !ok {
+		t.Fatalf("the cell's plain port does not see the node written over its TLS port: %v %v", ok, err)
+	}
+	d := connectZK(t, s.Addr().String())
+	defer d.Close()
+	if ok, _, err := d.Exists("/over-tls"); err != nil || ok {
+		t.Fatalf("the default cell sees the cell's node: %v %v", ok, err)
+	}
+}

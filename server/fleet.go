@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,15 +57,17 @@ var _ fleet.EventSink = (*fleetMember)(nil)
 // hostedCell is a cell the map places on this member: its replica, its
 // loops and its client listener.
 type hostedCell struct {
-	c       *cell
-	spec    fleet.Cell // the map's record when the replica started
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup // the cell's loops and its accept loop
-	ln      net.Listener   // nil while the port could not be bound
-	lnErr   error          // why not
-	lnPort  uint16
-	stopped bool
+	c         *cell
+	spec      fleet.Cell // the map's record when the replica started
+	ctx       context.Context
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // the cell's loops and its accept loop
+	ln        net.Listener   // nil while the port could not be bound
+	lnErr     error          // why not
+	lnPort    uint16
+	tlsLn     net.Listener // the TLS port's, when the cell has one and the member serves TLS
+	tlsWarned bool         // its trouble is logged once
+	stopped   bool
 	// move is the leader's progress on the cell's move (run's only): the
 	// map version of the move and the zxid every new replica must have
 	// reached before a replica is removed (0: not yet taken).
@@ -123,7 +126,7 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 	}
 	gate := newOpenGate()
 	gate.verdict <- nil
-	factory := gate.factory(fleet.NewFactory(fleet.Config{Dir: DataDirsOf(s.cfg).State(), Sink: f}))
+	factory := gate.factory(fleet.NewFactory(fleet.Config{Dir: filepath.Join(s.cfg.DataDir, "state"), Sink: f}))
 	if err := raftCall(func() error {
 		return s.nh.StartOnDiskReplica(s.fleetVoters(nhc.RaftAddress), false, factory, rc)
 	}); err != nil {
@@ -132,7 +135,7 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 	}
 	if res := <-gate.opened; res.err != nil {
 		s.log.Error("cells: the system shard's store did not open; serving the default cell only",
-			"dir", fleet.StoreDir(DataDirsOf(s.cfg).State(), fleet.SystemShardID, s.cfg.ReplicaID), "err", res.err)
+			"dir", fleet.StoreDir(filepath.Join(s.cfg.DataDir, "state"), fleet.SystemShardID, s.cfg.ReplicaID), "err", res.err)
 		s.nh.StopReplica(fleet.SystemShardID, s.cfg.ReplicaID)
 		return
 	}
@@ -342,11 +345,11 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	cl := newCell(s, c.Name, c.ShardID, rid)
 	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
 	cl.setLimits(c.Limits)
-	// The member's replica configuration, for the cell's shard and
-	// replica id.
-	cellCfg := s.cfg
-	cellCfg.ShardID, cellCfg.ReplicaID = c.ShardID, rid
-	rc, smCfg := ReplicaConfig(cellCfg, cl)
+	// The default cell's configuration (ReplicaConfig), on the cell's
+	// shard and this member's replica of it.
+	cc := s.cfg
+	cc.ShardID, cc.ReplicaID = c.ShardID, rid
+	rc, smCfg := ReplicaConfig(cc, cl)
 	// A voter of the placement the cell was created with starts with
 	// those voters as the shard's initial members (Dragonboat ignores
 	// them once the replica has state); an observer joins, with no
@@ -411,6 +414,8 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	h.spec = c
 	f.mu.Unlock()
 	h.c.setLimits(c.Limits)
+	host, _, _ := net.SplitHostPort(f.s.cfg.ClientAddr)
+	f.listenTLS(h, c, host)
 	if h.ln != nil && h.lnPort == c.ClientPort {
 		return
 	}
@@ -418,7 +423,6 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 		h.ln.Close()
 		h.ln = nil
 	}
-	host, _, _ := net.SplitHostPort(f.s.cfg.ClientAddr)
 	addr := net.JoinHostPort(host, strconv.Itoa(int(c.ClientPort)))
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
@@ -435,6 +439,37 @@ func (f *fleetMember) listen(h *hostedCell, c fleet.Cell) {
 	f.mu.Unlock()
 	h.start(f.s, func() { f.s.acceptLoop(ln, h.c) })
 	h.c.log.Info("serving cell", "client", ln.Addr().String(), "shard", c.ShardID)
+}
+
+// listenTLS binds the cell's TLS port, with the member's TLS settings
+// (its secure client port's stores), when the cell has one and the member
+// serves TLS; a cell with a TLS port on a member without TLS is logged.
+func (f *fleetMember) listenTLS(h *hostedCell, c fleet.Cell, host string) {
+	if c.TLSPort == 0 || h.tlsLn != nil {
+		return
+	}
+	if f.s.ops.tls == nil {
+		if h.tlsWarned {
+			return
+		}
+		h.tlsWarned = true
+		h.c.log.Warn("cell's TLS port not served: this member has no secure client port configured (ssl.keyStore.location)", "tlsPort", c.TLSPort)
+		return
+	}
+	addr := net.JoinHostPort(host, strconv.Itoa(int(c.TLSPort)))
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		if !h.tlsWarned {
+			h.tlsWarned = true
+			h.c.log.Error("cell's TLS port cannot be bound (retried every second)", "addr", addr, "err", err)
+		}
+		return
+	}
+	f.mu.Lock()
+	h.tlsLn = ln
+	f.mu.Unlock()
+	h.start(f.s, func() { f.s.secureAcceptLoop(ln, h.c) })
+	h.c.log.Info("serving cell over TLS", "secureClient", ln.Addr().String())
 }
 
 // leaderDuties is what the member of a cell's leader does for the map: it
@@ -485,6 +520,9 @@ func (f *fleetMember) stopCell(h *hostedCell, remove bool) {
 	if h.ln != nil {
 		h.ln.Close()
 	}
+	if h.tlsLn != nil {
+		h.tlsLn.Close()
+	}
 	h.stopped = true
 	f.mu.Unlock()
 	s.closeClients(h.c)
@@ -509,7 +547,7 @@ func (f *fleetMember) stopCell(h *hostedCell, remove bool) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	dir := DataDirsOf(s.cfg).StateStore(h.c.shardID, h.c.replicaID)
+	dir := raftsm.StoreDir(filepath.Join(s.cfg.DataDir, "state"), h.c.shardID, h.c.replicaID)
 	if err := os.RemoveAll(dir); err != nil {
 		h.c.log.Warn("cells: remove the replica's store", "dir", dir, "err", err)
 	}
@@ -562,7 +600,6 @@ func (f *fleetMember) hostedState(name string) (spec fleet.Cell, addr net.Addr, 
 // (handing the leadership to a target voter first if its own is one), and
 // proposes finishMove once the shard's membership is the target's.
 func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCell, c fleet.Cell) {
-	nh := f.s.nh
 	self := f.s.cfg.ReplicaID
 	mem, err := h.c.rep.membership(ctx)
 	if err != nil {
@@ -618,7 +655,7 @@ func (f *fleetMember) moveDuties(ctx context.Context, m *fleet.Map, h *hostedCel
 		}
 		if r.Member == self {
 			to, _ := c.ReplicaOf(c.Target.Voters[0])
-			err := nh.RequestLeaderTransfer(c.ShardID, to)
+			err := f.s.nh.RequestLeaderTransfer(c.ShardID, to)
 			h.c.log.Info("move: leadership handed to a replica of the target before this one is removed", "to", to, "err", err)
 			return
 		}

@@ -135,7 +135,7 @@ func (s *Server) startOps() error {
 			return fmt.Errorf("server: listen %s (secureClientPort): %w", s.cfg.TLS.SecureClientAddr, err)
 		}
 		s.ops.secureLn = ln
-		s.routines.start(func() { s.secureAcceptLoop(ln) })
+		s.routines.start(func() { s.secureAcceptLoop(ln, s.cell) })
 		if s.cfg.TLS.Reload && s.cfg.TLS.Config == nil {
 			tc := s.ops.tls
 			s.routines.start(func() { s.tlsReloadLoop(tc) })

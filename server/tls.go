@@ -202,7 +202,7 @@ func onlyKeyBlocks(data []byte) []byte {
 // secureAcceptLoop accepts TLS clients. The per-IP limit applies before
 // the handshake; the handshake runs on the connection's goroutine with a
 // deadline.
-func (s *Server) secureAcceptLoop(ln net.Listener) {
+func (s *Server) secureAcceptLoop(ln net.Listener, cl *cell) {
 	for {
 		raw, err := ln.Accept()
 		if err != nil {
@@ -214,7 +214,7 @@ func (s *Server) secureAcceptLoop(ln net.Listener) {
 			continue
 		}
 		tc := tls.Server(raw, s.ops.tls.cfg)
-		c, ok := s.register(tc, s.cell)
+		c, ok := s.register(tc, cl)
 		if !ok {
 			raw.Close()
 			continue

@@ -14,6 +14,7 @@ import (
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/zktest"
 	"github.com/zkraft/zkraft/server"
+	"github.com/zkraft/zkraft/zkdata"
 )
 
 // TestCellCommands drives `zkraft cell` against a standalone member's
@@ -105,5 +106,84 @@ func TestCellCommands(t *testing.T) {
 	}
 	if out, err := cell("show", "tenant-a"); err == nil || !strings.Contains(out, "no cell") {
 		t.Fatalf("show after purge: %v\n%s", err, out)
+	}
+}
+
+// TestExportCell: export --cell writes one cell of a stopped member as a
+// ZooKeeper data directory: the cell's znodes, not the default cell's.
+func TestExportCell(t *testing.T) {
+	dir := t.TempDir()
+	srv, err := server.New(server.Config{
+		DataDir:     dir,
+		ClientAddr:  "127.0.0.1:0",
+		TickTime:    500 * time.Millisecond,
+		SuperDigest: zktest.SuperDigest,
+		Admin:       server.AdminConfig{Enabled: true, Addr: "127.0.0.1:0"},
+		Logger:      slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+	admin := func(c *zk.Conn, path, data string) {
+		t.Helper()
+		if _, err := c.Create(path, []byte(data), 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("create %s: %v", path, err)
+		}
+	}
+	port := freeport.Port(t)
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := runCell([]string{"create", "exported", "--voters", "1", "--port", fmt.Sprint(port),
+			"--admin", "http://" + srv.AdminAddr().String() + "/commands", "--super", "super:secret"}, io.Discard)
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("create: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var c *zk.Conn
+	for {
+		c, _, err = zk.Connect([]string{fmt.Sprintf("127.0.0.1:%d", port)}, 5*time.Second, zk.WithLogInfo(false))
+		if err == nil {
+			if _, _, err = c.Exists("/"); err == nil {
+				break
+			}
+			c.Close()
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the cell does not serve: %v", err)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	admin(c, "/in-cell", "cell data")
+	c.Close()
+	d, _, err := zk.Connect([]string{srv.Addr().String()}, 5*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin(d, "/in-default", "default data")
+	d.Close()
+	srv.Close()
+
+	out := t.TempDir()
+	var buf bytes.Buffer
+	if err := exportCmd(&buf, []string{"--data-dir", dir, "--cell", "exported", "--zk-data-dir", out}); err != nil {
+		t.Fatalf("export --cell: %v\n%s", err, buf.String())
+	}
+	back, err := zkdata.Restore(out, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := back.Tree.Get("/in-cell"); n == nil || string(n.Data) != "cell data" {
+		t.Errorf("the export lacks the cell's /in-cell: %+v", n)
+	}
+	if n := back.Tree.Get("/in-default"); n != nil {
+		t.Errorf("the export of the cell has the default cell's /in-default")
+	}
+	if err := exportCmd(io.Discard, []string{"--data-dir", dir, "--cell", "nosuch", "--zk-data-dir", t.TempDir()}); err == nil || !strings.Contains(err.Error(), "no cell") {
+		t.Errorf("export of an unknown cell: %v", err)
 	}
 }

@@ -79,7 +79,9 @@ func waitServing(t *testing.T, addr string, limit time.Duration) {
 // of each cell; a write in one cell is invisible in the others; killing
 // (SIGKILL) a member that hosts two cells while clients write to both
 // leaves both serving with every acknowledged write there, and the member
-// restarted catches up in both.
+// restarted catches up in both; moving a cell (zkraft cell move) from
+// members 1,4,5 to 2,4,5 while a client writes keeps its session and every
+// acknowledged write.
 func TestFleetOfCells(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5 processes and 3 conformance runs; skipped with -short")
@@ -306,4 +308,110 @@ func TestFleetOfCells(t *testing.T) {
 		}
 		rc.Close()
 	}
+
+	// Move gamma from 1,4,5 to 2,4,5 while a client writes through one
+	// session whose connect string lists all four members.
+	g := cells[2]
+	mover, ev, err := zk.Connect(append(append([]string(nil), g.addrs...), fmt.Sprintf("%s:%d", members[1].ip, g.port)), 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mover.Close()
+	if _, err := mover.Create("/moving", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	sid := mover.SessionID()
+	expired := make(chan struct{})
+	go func() {
+		for e := range ev {
+			if e.State == zk.StateExpired {
+				close(expired)
+				return
+			}
+		}
+	}()
+	var moved []string
+	stopWrites := make(chan struct{})
+	wrote := make(chan struct{})
+	go func() {
+		defer close(wrote)
+		for i := 0; i < 100000; i++ {
+			select {
+			case <-stopWrites:
+				return
+			default:
+			}
+			p := fmt.Sprintf("/moving/n%06d", i)
+			if _, err := mover.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				time.Sleep(50 * time.Millisecond)
+				continue
+			}
+			mu.Lock()
+			moved = append(moved, p)
+			mu.Unlock()
+		}
+	}()
+	if out, err := cellCmd(members[3], "move", "gamma", "--voters", "2,4,5"); err != nil {
+		t.Fatalf("move: %v\n%s", err, out)
+	}
+	deadline := time.Now().Add(90 * time.Second)
+	for {
+		out, err := cellCmd(members[3], "show", "gamma")
+		if err == nil && strings.Contains(out, `"state" : "active"`) && strings.Contains(out, `"voters" : [ 2, 4, 5 ]`) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the move did not finish:\n%s", out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	waitServing(t, fmt.Sprintf("%s:%d", members[1].ip, g.port), 60*time.Second)
+	mu.Lock()
+	n := len(moved)
+	mu.Unlock()
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		mu.Lock()
+		more := len(moved) - n
+		mu.Unlock()
+		if more >= 50 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged after the move", more)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	close(stopWrites)
+	<-wrote
+	select {
+	case <-expired:
+		t.Fatal("the writer's session expired during the move")
+	default:
+	}
+	if mover.SessionID() != sid {
+		t.Fatalf("the writer's session %x became %x", sid, mover.SessionID())
+	}
+	rc, _, err := zk.Connect([]string{fmt.Sprintf("%s:%d", members[1].ip, g.port)}, 10*time.Second, zk.WithLogger(quiet{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	kids, _, err := rc.Children("/moving")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, k := range kids {
+		have["/moving/"+k] = true
+	}
+	missing := 0
+	for _, p := range moved {
+		if !have[p] {
+			missing++
+		}
+	}
+	if missing > 0 {
+		t.Errorf("%d of %d writes acknowledged across the move are missing on member 2", missing, len(moved))
+	}
+	t.Logf("cell gamma moved to 2,4,5: %d writes acknowledged across the move, none missing on member 2, session kept", len(moved))
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
 	"github.com/zkraft/zkraft/zkdata"
@@ -566,7 +567,8 @@ func exportCmd(out io.Writer, args []string) error {
 		dataLogDir  = fs.String("data-log-dir", "", "zkraft's Raft log directory (default: --data-dir)")
 		raftAddr    = fs.String("raft-addr", "", "the Raft address an ensemble member ran with (the replica is started on it to apply its log; a standalone member's is read from its data directory)")
 		shardID     = fs.Uint64("shard-id", 1, "Raft shard of the namespace")
-		replicaID   = fs.Uint64("replica-id", 1, "this member's replica id")
+		replicaID   = fs.Uint64("replica-id", 1, "this member's replica id (with --cell: its member id, myid)")
+		cellName    = fs.String("cell", "", "export this cell of the fleet (docs/cells.md) instead of the default one: its shard and this member's replica of it are read from the member's copy of the cell map")
 		extended    = fs.Bool("extended-types", false, "as zkraft ran: TTL nodes enabled (applies log entries the same way)")
 		enforceQ    = fs.Bool("enforce-quota", false, "as zkraft ran: hard quota limits enforced")
 		zkDataDir   = fs.String("zk-data-dir", "", "ZooKeeper dataDir to write (version-2/snapshot.*; default with --config: its dataDir)")
@@ -620,6 +622,24 @@ func exportCmd(out io.Writer, args []string) error {
 	if *dataDir == "" || (*zkDataDir == "" && !*dryRun) {
 		fs.Usage()
 		return errors.New("export: --data-dir and --zk-data-dir (or --config) are required")
+	}
+	if *cellName != "" && *cellName != fleet.DefaultCell {
+		m, err := fleet.ReadStore(filepath.Join(*dataDir, "state"), fleet.SystemShardID, *replicaID)
+		if err != nil {
+			return fmt.Errorf("export: --cell: %w", err)
+		}
+		c, ok := m.Cell(*cellName)
+		if !ok {
+			return fmt.Errorf("export: --cell: no cell %q in this member's map (version %d)", *cellName, m.Version())
+		}
+		rid, ok := c.ReplicaOf(*replicaID)
+		if !ok {
+			return fmt.Errorf("export: --cell: member %d hosts no replica of cell %q (it is on members %v)", *replicaID, c.Name, c.Members())
+		}
+		*shardID, *replicaID = c.ShardID, rid
+		// A cell of several replicas is caught up alone, as an ensemble
+		// member's default cell is.
+		ensemble = len(c.Members()) > 1
 	}
 	comp, err := zkdata.ParseCompression(*compression)
 	if err != nil {

@@ -27,7 +27,12 @@ var Workloads = []string{WorkWrite, WorkRead, WorkMixed, WorkCreateSeq, WorkMult
 
 // Config is one benchmark run.
 type Config struct {
-	Addrs    []string
+	Addrs []string
+	// Cells, if set, runs the workload against several zkraft cells (or
+	// servers) at once, each with this configuration and its own
+	// addresses, and reports each and their aggregate (cells.go). Addrs is
+	// then unused.
+	Cells    []Cell
 	Workload string
 	// Sessions is the number of sessions (connections); 0 picks the
 	// workload's default (see defaultSessions).
@@ -146,6 +151,20 @@ func ParseArgs(args []string, stderr io.Writer) (*Config, error) {
 	fs.DurationVar(&cfg.LockTimeout, "lock-timeout", 10*time.Second, "lock workload: give up one acquisition after this long")
 	fs.DurationVar(&cfg.OpTimeout, "op-timeout", 10*time.Second, "timeout of each set-up, clean-up and synchronous request")
 	fs.Uint64Var(&cfg.Seed, "seed", 1, "random seed (key choice)")
+	fs.Func("cell", "NAME=addr,addr: drive this cell too (repeat for several; each gets the whole workload, run at once; -addr is then unused)", func(v string) error {
+		name, addrs, ok := strings.Cut(v, "=")
+		if !ok || name == "" || addrs == "" {
+			return fmt.Errorf("want NAME=addr[,addr...], got %q", v)
+		}
+		c := Cell{Name: name}
+		for _, a := range strings.Split(addrs, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.Addrs = append(c.Addrs, a)
+			}
+		}
+		cfg.Cells = append(cfg.Cells, c)
+		return nil
+	})
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}

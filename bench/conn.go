@@ -135,7 +135,7 @@ func Dial(addr string, opts ConnOptions) (*Conn, error) {
 		return nil, err
 	}
 	br := bufio.NewReaderSize(nc, 64<<10)
-	frame, err := readFrame(br, nil)
+	frame, err := jute.ReadFrame(br, nil, maxFrame)
 	if err != nil {
 		nc.Close()
 		return nil, fmt.Errorf("session handshake with %s: %w", addr, err)
@@ -170,26 +170,6 @@ func Dial(addr string, opts ConnOptions) (*Conn, error) {
 	go c.readLoop(br)
 	go c.writeLoop()
 	return c, nil
-}
-
-// readFrame reads one length-prefixed frame into buf (grown as needed).
-func readFrame(br *bufio.Reader, buf []byte) ([]byte, error) {
-	var lb [4]byte
-	if _, err := io.ReadFull(br, lb[:]); err != nil {
-		return nil, err
-	}
-	n := int(int32(binary.BigEndian.Uint32(lb[:])))
-	if n < 0 || n > maxFrame {
-		return nil, fmt.Errorf("bad frame length %d", n)
-	}
-	if cap(buf) < n {
-		buf = make([]byte, n, n+n/4)
-	}
-	buf = buf[:n]
-	if _, err := io.ReadFull(br, buf); err != nil {
-		return nil, err
-	}
-	return buf, nil
 }
 
 // push appends p to the FIFO; c.mu is held.
@@ -318,7 +298,7 @@ func (c *Conn) readLoop(br *bufio.Reader) {
 	var rep Reply
 	var err error
 	for {
-		buf, err = readFrame(br, buf)
+		buf, err = jute.ReadFrame(br, buf, maxFrame)
 		if err != nil {
 			break
 		}

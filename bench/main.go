@@ -31,6 +31,19 @@ func Main(args []string) error {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	if len(cfg.Cells) > 0 {
+		res, err := RunCells(ctx, cfg, os.Stderr)
+		if err != nil {
+			return err
+		}
+		if cfg.JSON {
+			enc := json.NewEncoder(os.Stdout)
+			enc.SetIndent("", "  ")
+			return enc.Encode(res)
+		}
+		WriteCellsText(os.Stdout, cfg, res)
+		return nil
+	}
 	res, err := Run(ctx, cfg, os.Stderr)
 	if err != nil {
 		return err

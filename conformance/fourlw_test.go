@@ -37,7 +37,9 @@ const srvrTail = `Latency min/avg/max: \d+/[\d.]+/\d+\nReceived: \d+\nSent: \d+\
 // ZooKeeper 3.8 prints it (the captures in zk-4lw-samples.txt). Each one is
 // anchored at both ends so that a cut answer does not match.
 var fourLetterShapes = map[string]*regexp.Regexp{
-	"conf": regexp.MustCompile(`^(?:[A-Za-z0-9_.]+=[^\n]*\n)+$`),
+	// An ensemble member's (ZooKeeper's in quorum mode, and a zkraft cell's
+	// on a fleet) has a "membership: " line before its server.N lines.
+	"conf": regexp.MustCompile(`^(?:(?:[A-Za-z0-9_.]+=[^\n]*|membership: )\n)+$`),
 	"cons": regexp.MustCompile(`^(?: /[^\n]+\n)+\n$`),
 	"crst": regexp.MustCompile(`^Connection stats reset\.\n$`),
 	"dirs": regexp.MustCompile(`^datadir_size: \d+\nlogdir_size: \d+\n$`),

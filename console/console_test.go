@@ -267,7 +267,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if json.Unmarshal([]byte(pretty), &a) != nil || json.Unmarshal(data, &b) != nil || !reflect.DeepEqual(a, b) || !strings.Contains(pretty, "\n  \"replicas\": 3") {
 		t.Errorf("data as JSON:\n%s", pretty)
 	}
-	screenshot(t, ctx, shots, "console-tree.png")
+	screenshot(t, ctx, shots, "console-json.png")
 
 	// Hex.
 	run(t, ctx, "open /app/bin", chromedp.Navigate(base+"#tree:/app/bin"), chromedp.Click(chromedp.CSS(`input[name=fmt][value=hex]`)))
@@ -300,6 +300,7 @@ func TestConsoleInBrowser(t *testing.T) {
 	if got := textOf(t, ctx, "#quota-limits"); got != "count=10,bytes=1000" {
 		t.Errorf("quota limits %q", got)
 	}
+	screenshot(t, ctx, shots, "console-tree.png")
 	if usage, _, err := c.Get("/zookeeper/quota/app/zookeeper_stats"); err == nil {
 		if got := textOf(t, ctx, "#quota-usage"); got != string(usage) {
 			t.Errorf("quota usage %q, want %q", got, usage)

@@ -2,7 +2,9 @@ package jute
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 )
 
 // Writer appends Jute-encoded fields to a growing byte slice. It never fails.
@@ -326,4 +328,40 @@ func AppendFrame(dst []byte, parts ...Record) []byte {
 	}
 	binary.BigEndian.PutUint32(w.buf[start:], uint32(len(w.buf)-start-4))
 	return w.buf
+}
+
+// FrameLength is the length of the frame whose 4-byte big-endian prefix is
+// prefix: ErrFrameLength when it is negative or above limit.
+func FrameLength(prefix [4]byte, limit int) (int, error) {
+	n := int32(binary.BigEndian.Uint32(prefix[:]))
+	if n < 0 || int(n) > limit {
+		return 0, fmt.Errorf("%w: %d (limit %d)", ErrFrameLength, n, limit)
+	}
+	return int(n), nil
+}
+
+// ReadFrame reads one length-prefixed frame from r and returns its body,
+// in buf when it is large enough (nil: a new slice). A length prefix that
+// FrameLength refuses is ErrFrameLength; a body cut short is
+// io.ErrUnexpectedEOF, a stream that ends between frames io.EOF.
+func ReadFrame(r io.Reader, buf []byte, limit int) ([]byte, error) {
+	var prefix [4]byte
+	if _, err := io.ReadFull(r, prefix[:]); err != nil {
+		return nil, err
+	}
+	n, err := FrameLength(prefix, limit)
+	if err != nil {
+		return nil, err
+	}
+	if cap(buf) < n {
+		buf = make([]byte, n)
+	}
+	buf = buf[:n]
+	if _, err := io.ReadFull(r, buf); err != nil {
+		if errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, err
+	}
+	return buf, nil
 }

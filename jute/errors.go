@@ -14,4 +14,7 @@ var (
 	// ErrBadMultiOp means a multi request or response carried an op type that
 	// has no record inside a multi.
 	ErrBadMultiOp = errors.New("jute: bad multi op")
+	// ErrFrameLength means a frame's length prefix was negative or above
+	// the reader's limit (ReadFrame, FrameLength).
+	ErrFrameLength = errors.New("jute: frame length out of range")
 )

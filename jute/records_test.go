@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/hex"
 	"errors"
+	"io"
 	"reflect"
 	"strings"
 	"testing"
@@ -481,5 +482,48 @@ func TestMultiBadOps(t *testing.T) {
 	var m MultiRequest
 	if err := Unmarshal(b[:len(b)-9], &m); !errors.Is(err, ErrShortBuffer) {
 		t.Errorf("no terminator: %v", err)
+	}
+}
+
+func TestReadFrame(t *testing.T) {
+	stream := AppendFrame(nil, &RequestHeader{Xid: 1, Type: OpPing})
+	stream = append(stream, 0, 0, 0, 0) // an empty frame
+	stream = AppendFrame(stream, &RequestHeader{Xid: 2, Type: OpGetData}, &GetDataRequest{Path: "/a"})
+	r := bytes.NewReader(stream)
+	buf := make([]byte, 0, 64)
+	var got [][]byte
+	for {
+		b, err := ReadFrame(r, buf, 1024)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cap(b) != 64 {
+			t.Errorf("frame of %d bytes not read into the 64-byte buffer", len(b))
+		}
+		got = append(got, append([]byte(nil), b...))
+	}
+	if len(got) != 3 || len(got[0]) != 8 || len(got[1]) != 0 || len(got[2]) != 8+4+2+1 {
+		t.Fatalf("frames %x", got)
+	}
+	for _, c := range []struct {
+		in   []byte
+		want error
+	}{
+		{[]byte{0xff, 0xff, 0xff, 0xff}, ErrFrameLength}, // negative
+		{[]byte{0, 0, 4, 1}, ErrFrameLength},             // 1025 > limit
+		{[]byte{0, 0, 0, 5, 1, 2}, io.ErrUnexpectedEOF},  // body cut short
+		{[]byte{0, 0, 0, 5}, io.ErrUnexpectedEOF},        // no body at all
+		{[]byte{0, 0}, io.ErrUnexpectedEOF},              // prefix cut short
+		{nil, io.EOF},                                    // between frames
+	} {
+		if _, err := ReadFrame(bytes.NewReader(c.in), nil, 1024); !errors.Is(err, c.want) {
+			t.Errorf("ReadFrame(%x) = %v, want %v", c.in, err, c.want)
+		}
+	}
+	if n, err := FrameLength([4]byte{0, 0, 4, 0}, 1024); n != 1024 || err != nil {
+		t.Errorf("FrameLength(1024) = %d, %v", n, err)
 	}
 }

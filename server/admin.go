@@ -46,7 +46,7 @@ func (s *Server) adminHandler() http.Handler {
 type jobj []kv
 
 // serverStatsJSON is server_stats, and with the connections stats.
-func (s *Server) serverStatsJSON(withConns bool) jobj {
+func (s *cellView) serverStatsJSON(withConns bool) jobj {
 	f := s.figures()
 	resp := jobj{{"last_buffer_size", s.counters.resp.last.Load()}, {"min_buffer_size", s.counters.resp.min.Load()},
 		{"max_buffer_size", s.counters.resp.max.Load()}}
@@ -84,14 +84,14 @@ func (s *Server) serverStatsJSON(withConns bool) jobj {
 	return out
 }
 
-func (s *Server) confDataLogDir() string {
+func (s *cellView) confDataLogDir() string {
 	if s.cfg.LogDir != "" {
 		return s.cfg.LogDir
 	}
 	return s.cfg.DataDir
 }
 
-func (s *Server) confServerID() uint64 {
+func (s *cellView) confServerID() uint64 {
 	if s.standalone() {
 		return 0
 	}
@@ -100,7 +100,7 @@ func (s *Server) confServerID() uint64 {
 
 // adminConns lists the connections with sessions, brief (stats) or full
 // (connections).
-func (s *Server) adminConns(full, secure bool) []any {
+func (s *cellView) adminConns(full, secure bool) []any {
 	out := []any{}
 	for _, ci := range s.connInfos() {
 		if !ci.hasSession || ci.secure != secure {

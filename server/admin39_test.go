@@ -271,7 +271,7 @@ func TestShedConnectionsPerListener(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	var ps, ss int
-	for _, c := range s.conns() {
+	for _, c := range s.view().conns() {
 		if c.secure {
 			ss++
 		} else {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -117,6 +118,9 @@ func (s *Server) adminAuthorize(r *http.Request, perm int32, path string) ([]jut
 	return ids, nil
 }
 
+// superAuth reads everything, for the server's own bookkeeping.
+var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
+
 // consoleACL reads a znode's ACL with the server's own rights, on the
 // read path clients use.
 func (s *Server) consoleACL(path string) ([]jute.ACL, error) {
@@ -157,17 +161,34 @@ func (s *Server) serveAdminCommand(w http.ResponseWriter, r *http.Request, name 
 	cmd, ok := commandByName(name)
 	var rep adminReply
 	primary := any(nil)
+	// ?cell=NAME answers for a cell hosted here; the default cell
+	// without it.
+	v := s.view()
+	if c := r.URL.Query().Get("cell"); ok && c != "" && c != fleet.DefaultCell {
+		if h := s.fleet.hostedCell(c); h != nil {
+			v.cell = h.c
+		} else {
+			ok, rep.err = false, "cell "+c+" has no replica on this member"
+		}
+	}
 	switch {
+	case !ok && rep.err != "":
+		primary = cmd.name
 	case !ok:
 		rep.err = "Unknown command: " + name
-	case cmd.needsServing(false) && !s.cell.serving():
+	case cmd.needsServing(false) && !v.cell.serving():
 		primary, rep.err = cmd.name, strings.TrimSuffix(notServing, "\n")
 	case (cmd.post != nil) != (r.Method == http.MethodPost):
 		primary = cmd.name
 		rep.status, rep.err = http.StatusMethodNotAllowed, cmd.name+" answers "+cmd.method()+" requests only"
 	default:
 		primary = cmd.name
-		if cmd.auth {
+		if cmd.super {
+			if err := s.adminSuper(r); err != nil {
+				rep.status, rep.err = err.status, err.text
+				break
+			}
+		} else if cmd.auth {
 			if _, err := s.adminAuthorize(r, jute.PermAll, "/"); err != nil {
 				var ar *authRefusal
 				if !errors.As(err, &ar) {
@@ -183,7 +204,7 @@ func (s *Server) serveAdminCommand(w http.ResponseWriter, r *http.Request, name 
 		case cmd.get != nil:
 			rep = cmd.get(s, r)
 		default:
-			rep.fields, rep.err = cmd.json(s, r.URL.Query())
+			rep.fields, rep.err = cmd.json(v, r.URL.Query())
 		}
 	}
 	for _, h := range rep.headers {
@@ -206,7 +227,7 @@ func (s *Server) serveAdminCommand(w http.ResponseWriter, r *http.Request, name 
 	if out == nil {
 		out = jobj{}
 	}
-	if !ok {
+	if !ok && primary == nil {
 		out = jobj{{"command", nil}, {"error", rep.err}}
 	} else if rep.err != "" {
 		out = append(out, kv{"error", rep.err}, kv{"command", primary})

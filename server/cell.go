@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/lni/dragonboat/v4/raftio"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/session"
@@ -18,7 +20,9 @@ import (
 // as this member sees them.
 type cell struct {
 	srv       *Server
-	rep       replica // the shard: proposals, reads, membership (replica.go)
+	name      string       // the cell's name in the fleet's map (fleet.DefaultCell for today's namespace)
+	log       *slog.Logger // the member's logger, naming the cell
+	rep       replica      // the shard: proposals, reads, membership (replica.go)
 	shardID   uint64
 	replicaID uint64
 
@@ -26,6 +30,11 @@ type cell struct {
 	leader   atomic.Bool   // this member leads the shard
 	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
 	resets   atomic.Int64  // states installed from another replica's snapshot
+
+	// limits are the cell's quotas from the fleet's map (nil or zero
+	// fields: unlimited); the default cell has none unless set.
+	limits atomic.Pointer[fleet.Limits]
+	rate   tokenBucket // MaxRequestRate (celllimits.go)
 
 	// localReads: a local read is linearizable, so reads skip the
 	// ReadIndex (reads.go). Set on a standalone member once a ReadIndex
@@ -56,12 +65,19 @@ type cell struct {
 
 var _ raftsm.EventSink = (*cell)(nil)
 
-func newCell(s *Server, shardID, replicaID uint64) *cell {
+// newCell makes the member's side of the cell name, whose replica here is
+// replicaID of shardID. Session ids take the member's id (myid) in their
+// top byte, not the replica id: a cell's replica ids are allocated per cell
+// and grow with moves, the member id stays within 1..254 and differs
+// between the members that host a cell.
+func newCell(s *Server, name string, shardID, replicaID uint64) *cell {
 	c := &cell{
 		srv:        s,
+		name:       name,
+		log:        s.log.With("cell", name),
 		shardID:    shardID,
 		replicaID:  replicaID,
-		ids:        session.NewIDGenerator(uint8(replicaID), time.Now().UnixMilli()),
+		ids:        session.NewIDGenerator(uint8(s.cfg.ReplicaID), time.Now().UnixMilli()),
 		tracker:    session.NewTracker(session.SystemClock{}, s.cfg.TickTime),
 		watches:    newRegistry(),
 		resumables: newResumables(),
@@ -134,7 +150,7 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 	was := c.leader.Load()
 	now := info.LeaderID == c.replicaID
 	c.leader.Store(now)
-	log := c.srv.log
+	log := c.log
 	if prev != info.LeaderID {
 		log.Info("leader changed", "shard", c.shardID, "leader", info.LeaderID, "previous", prev, "term", info.Term)
 		c.srv.metrics.leaderChanged(prev, info.LeaderID, info.Term)
@@ -251,7 +267,7 @@ func (c *cell) reloadSessions() {
 		return loaded{ss, v.Applied()}, err
 	})
 	if err != nil {
-		c.srv.log.Warn("reload sessions", "shard", c.shardID, "err", err)
+		c.log.Warn("reload sessions", "shard", c.shardID, "err", err)
 		c.tracker.ExtendAll()
 		return
 	}
@@ -263,7 +279,7 @@ func (c *cell) reloadSessions() {
 		c.seen(v.applied, s.ID)
 	}
 	c.tracker.ExtendAll()
-	c.srv.log.Info("sessions reloaded with a full timeout", "shard", c.shardID, "sessions", len(sessions))
+	c.log.Info("sessions reloaded with a full timeout", "shard", c.shardID, "sessions", len(sessions))
 }
 
 // serving reports whether the cell knows a leader, i.e. can serve clients.
@@ -302,7 +318,7 @@ func (c *cell) sessionLoop(ctx context.Context) {
 		}
 		if gap > stall {
 			c.tracker.ExtendAll()
-			c.srv.log.Info("session loop stalled: sessions extended by a full timeout", "shard", c.shardID, "stalled", gap.Round(time.Millisecond).String())
+			c.log.Info("session loop stalled: sessions extended by a full timeout", "shard", c.shardID, "stalled", gap.Round(time.Millisecond).String())
 			continue
 		}
 		var expire []int64
@@ -312,7 +328,7 @@ func (c *cell) sessionLoop(ctx context.Context) {
 			}
 		}
 		if len(expire) > 0 {
-			c.srv.log.Info("expiring sessions", "shard", c.shardID, "sessions", hexIDs(expire))
+			c.log.Info("expiring sessions", "shard", c.shardID, "sessions", hexIDs(expire))
 			seen := make([]int64, len(expire))
 			c.mu.Lock()
 			for i, id := range expire {
@@ -344,7 +360,7 @@ func (c *cell) sweepLoop(ctx context.Context) {
 			return v.SweepCandidates(now, maxSweepPerInterval)
 		})
 		if err != nil {
-			c.srv.log.Warn("container sweep", "err", err)
+			c.log.Warn("container sweep", "err", err)
 			continue
 		}
 		for _, p := range paths {
@@ -375,7 +391,7 @@ func (c *cell) checkImportLoop(ctx context.Context) {
 			if c.waitServing(c.srv.leaderGrace(), ctx.Done()) {
 				rep, _, err := c.rep.proposeRetry(&raftsm.Command{Kind: raftsm.KindCheckImport, Body: r.b, Time: time.Now().UnixMilli()}, ctx.Done())
 				if err == nil && rep.Err == jute.ErrOK {
-					c.srv.log.Info("import record compared across the ensemble", "shard", c.shardID)
+					c.log.Info("import record compared across the ensemble", "shard", c.shardID)
 					return
 				}
 			}
@@ -430,13 +446,13 @@ func hexIDs(ids []int64) []string {
 func (c *cell) proposeAsync(cmd *raftsm.Command) {
 	p, err := c.rep.propose(cmd)
 	if err != nil {
-		c.srv.log.Warn("propose", "kind", cmd.Kind.String(), "err", err)
+		c.log.Warn("propose", "kind", cmd.Kind.String(), "err", err)
 		return
 	}
 	c.srv.routines.start(func() {
 		// Stopping (ctx done): nobody needs to know.
 		if _, err := p.wait(c.srv.ctx.Done()); err != nil && c.srv.ctx.Err() == nil {
-			c.srv.log.Warn("proposal not completed", "kind", cmd.Kind.String(), "err", err)
+			c.log.Warn("proposal not completed", "kind", cmd.Kind.String(), "err", err)
 		}
 	})
 }

@@ -12,7 +12,7 @@ func wordText(s *Server, w string) string {
 	if !ok {
 		panic("no four-letter word " + w)
 	}
-	return cmd.text(s, make([]byte, cmd.arg))
+	return cmd.text(s.view(), make([]byte, cmd.arg))
 }
 
 // TestCommandRegistry: every name a command answers to is unique, the
@@ -21,7 +21,7 @@ func wordText(s *Server, w string) string {
 // without a serving member are ZooKeeper's (and envi, as zkraft has had it).
 func TestCommandRegistry(t *testing.T) {
 	names := map[string]string{}
-	var words, primary, anyState, wordsAnyState []string
+	var words, primary, anyState, wordsAnyState, authed []string
 	for _, c := range commands {
 		for _, n := range append([]string{c.name, c.word}, c.aliases...) {
 			if n == "" {
@@ -47,7 +47,9 @@ func TestCommandRegistry(t *testing.T) {
 			t.Errorf("%s has no word but word settings", c.name)
 		}
 		primary = append(primary, c.name)
-		if !c.needsServing(false) {
+		if c.super {
+			authed = append(authed, c.name)
+		} else if !c.needsServing(false) {
 			anyState = append(anyState, c.name)
 		}
 	}
@@ -60,6 +62,11 @@ func TestCommandRegistry(t *testing.T) {
 	}
 	if got, want := strings.Join(anyState, " "), "environment get_trace_mask is_read_only ruok set_trace_mask system_properties"; got != want {
 		t.Errorf("AdminServer commands that need no serving member: %s, want %s", got, want)
+	}
+	// zkraft's own commands on the fleet's cells need the super user and
+	// no serving default cell (they go to the system shard).
+	if got, want := strings.Join(authed, " "), "cell_create cell_delete cell_limits cell_move cell_purge cell_show cells"; got != want {
+		t.Errorf("AdminServer commands that need the super user: %s, want %s", got, want)
 	}
 	sort.Strings(wordsAnyState)
 	if got, want := strings.Join(wordsAnyState, " "), "gtmk isro ruok stmk"; got != want {

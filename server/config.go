@@ -45,6 +45,10 @@ type Member struct {
 type Config struct {
 	// ClientAddr is the client listener address. Default 127.0.0.1:2181.
 	ClientAddr string
+	// ProxyAddr, if set, is where the member listens for zkraft proxies
+	// (the upstream protocol, docs/proxy.md; zoo.cfg zkraft.proxyPort).
+	// Empty: no proxy listener.
+	ProxyAddr string
 	// DataDir holds the state machine and, unless LogDir is set, the Raft
 	// log. Required.
 	DataDir string

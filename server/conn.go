@@ -1,7 +1,6 @@
 package server
 
 import (
-	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -281,7 +280,7 @@ func (c *conn) finish() {
 // log is the connection's logger, made when first needed (a logger with
 // attributes per connection is a kilobyte of an idle session).
 func (c *conn) log() *slog.Logger {
-	return c.srv.log.With("remote", c.nc.RemoteAddr().String())
+	return c.cell.log.With("remote", c.nc.RemoteAddr().String())
 }
 
 func hexID(id int64) string { return "0x" + formatHex(uint64(id)) }
@@ -301,8 +300,6 @@ func formatHex(v uint64) string {
 	return string(b[i:])
 }
 
-var errFrameLength = errors.New("server: frame length out of range")
-
 // readFrame reads one length-prefixed frame, the first four bytes already
 // read into lenBuf when prefix is set.
 func (c *conn) readFrame(prefix []byte) ([]byte, error) {
@@ -312,10 +309,10 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 	} else if err := c.in.readFull(lenBuf[:]); err != nil {
 		return nil, err
 	}
-	n := int32(binary.BigEndian.Uint32(lenBuf[:]))
-	if n < 0 || int(n) > c.srv.cfg.MaxBuffer {
+	n, err := jute.FrameLength(lenBuf, c.srv.cfg.MaxBuffer)
+	if err != nil {
 		c.srv.counters.largeRequestsRejected.Add(1)
-		return nil, errFrameLength
+		return nil, err
 	}
 	buf := make([]byte, n)
 	if err := c.in.readFull(buf); err != nil {
@@ -351,19 +348,25 @@ func (c *conn) handshake() (bool, error) {
 	if err := jute.Unmarshal(body, req); err != nil {
 		return false, err
 	}
-	if req.LastZxidSeen > c.srv.lastZxid() {
+	if req.LastZxidSeen > c.cell.zxid.Load() {
 		// Catch up before refusing: this member may lag the leader.
 		if err := c.cell.rep.read(nil, readQuery{fn: func(raftsm.View) error { return nil }, linearizable: true}); err != nil {
 			return false, err
 		}
-		if req.LastZxidSeen > c.srv.lastZxid() {
-			c.log().Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.srv.lastZxid())
+		if req.LastZxidSeen > c.cell.zxid.Load() {
+			c.log().Info("refusing client ahead of this member", "lastZxidSeen", req.LastZxidSeen, "zxid", c.cell.zxid.Load())
 			return false, nil
 		}
 	}
 	cfg := &c.srv.cfg
 	timeout := session.NegotiateTimeout(req.TimeOut, int32(cfg.MinSessionTimeout/time.Millisecond), int32(cfg.MaxSessionTimeout/time.Millisecond))
 	resp := &jute.ConnectResponse{TimeOut: timeout, HasReadOnly: req.HasReadOnly}
+	if req.SessionID == 0 && c.cell.sessionsFull() {
+		// The cell's session limit (celllimits.go): refused, as ZooKeeper
+		// refuses a session it will not serve, by closing.
+		c.log().Warn("session refused: the cell has its maximum of sessions", "maxSessions", c.cell.cellLimits().MaxSessions)
+		return false, nil
+	}
 	if req.SessionID == 0 {
 		id, err := c.createSession(timeout)
 		if err != nil {
@@ -482,6 +485,15 @@ func (c *conn) readLoop() error {
 			c.readerWaits.Store(false)
 			lastRead = nil
 		}
+		if hdr.Type != jute.OpPing && c.cell.rate.rate.Load() > 0 {
+			// The cell's request rate (celllimits.go): this connection
+			// waits for a token; pings never do, so sessions live on. The
+			// replies held for a burst go out before it waits.
+			release()
+			if !c.cell.rate.wait(c.done) {
+				return net.ErrClosed
+			}
+		}
 		if !c.cell.serving() {
 			release()
 		}
@@ -565,7 +577,7 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		c.saslOp(p, body)
 	case hdr.Type == jute.OpPing:
 		p.xid = jute.XidPing // whatever xid the ping carried
-		p.exec = func() (*result, error) { return &result{zxid: c.srv.lastZxid()}, nil }
+		p.exec = func() (*result, error) { return &result{zxid: c.cell.zxid.Load()}, nil }
 	case hdr.Type == jute.OpAuth:
 		var ids []jute.ID
 		ids, p.frame, p.closeAfter = authenticate(hdr.Xid, c.authIDs(), body, c.srv.cfg.SuperDigest)
@@ -595,12 +607,24 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 		if !validWrite(hdr.Type, body) {
 			// ZooKeeper logs an error txn and answers MARSHALLINGERROR.
 			cmd.Op, cmd.Body = jute.OpError, nil
-		} else if c.srv.audit != nil {
-			p.auditBody = append([]byte(nil), body...)
+		} else {
+			if c.cell.overQuota(hdr.Type, body) {
+				// The cell's znode or data limit (celllimits.go): an error
+				// txn, as ZooKeeper's quota refusals are.
+				cmd.Op, cmd.Body = jute.OpError, jute.Marshal(&jute.ErrorResponse{Err: jute.ErrQuotaExceeded})
+			}
+			if c.srv.audit != nil {
+				p.auditBody = append([]byte(nil), body...)
+			}
 		}
 		return c.propose(p, cmd, false)
 	default:
 		p.exec, p.closeAfter, p.watching = c.readOp(hdr, body)
+		if p.watching && c.cell.watchesFull() {
+			// The cell's watch limit (celllimits.go): the connection closes.
+			c.log().Warn("connection closed: the cell has its maximum of watches", "maxWatches", c.cell.cellLimits().MaxWatches)
+			return nil, errWatchLimit
+		}
 	}
 	return p, nil
 }

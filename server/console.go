@@ -112,7 +112,7 @@ func (b consoleBackend) Sessions() []console.Session {
 		byID[id] = cs
 		return cs
 	}
-	for _, ci := range s.connInfos() {
+	for _, ci := range s.view().connInfos() {
 		if ci.hasSession {
 			cs := get(ci.session)
 			cs.Remote = ci.remote
@@ -121,7 +121,7 @@ func (b consoleBackend) Sessions() []console.Session {
 			}
 		}
 	}
-	owners, paths := s.ephemeralsByOwner()
+	owners, paths := s.view().ephemeralsByOwner()
 	for i, o := range owners {
 		get(o).Ephemerals = paths[i]
 	}
@@ -145,16 +145,16 @@ func (b consoleBackend) Watches() []console.PathWatches {
 
 func (b consoleBackend) Members() console.Members {
 	s := b.s
-	f := s.figures()
+	f := s.view().figures()
 	m := console.Members{Role: f.mode, Term: s.metrics.term.Load(), Zxid: s.lastZxid(), Serving: s.cell.serving(), Lag: -1}
 	if !s.standalone() {
 		m.Self, m.Leader = s.cfg.ReplicaID, s.cell.leaderID.Load()
 	}
-	if lag, ok := s.applyLag(); ok {
+	if lag, ok := s.view().applyLag(); ok {
 		m.Lag = int64(lag)
 	}
-	if v, err := s.nh.StaleRead(s.cfg.ShardID, raftsm.ReadFunc(func(v raftsm.View) (any, error) { return v.AppliedIndex() })); err == nil {
-		m.Applied = v.(uint64)
+	if applied, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (uint64, error) { return v.AppliedIndex() }); err == nil {
+		m.Applied = applied
 	}
 	members := s.cfg.Members
 	if s.standalone() {
@@ -166,7 +166,12 @@ func (b consoleBackend) Members() console.Members {
 	return m
 }
 
-func (b consoleBackend) Gather() ([]*dto.MetricFamily, error) { return b.s.metrics.gatherer.Gather() }
+func (b consoleBackend) Gather() ([]*dto.MetricFamily, error) {
+	if b.s.metrics == nil || b.s.metrics.gatherer == nil {
+		return nil, errors.New("no Prometheus gatherer (server.Config.Metrics.Gatherer)")
+	}
+	return b.s.metrics.gatherer.Gather()
+}
 
 // write proposes a client's write with the admin's ids and no session.
 func (b consoleBackend) write(ids []jute.ID, op jute.OpCode, req jute.Record) (*raftsm.Reply, error) {

@@ -3,6 +3,7 @@ package server
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -42,6 +43,12 @@ type figure struct {
 	// label names the one label of a figure with several series; value then
 	// returns a []float64, the series of label values 0, 1, ...
 	label string
+	// perCell: a figure of one cell (its tree, sessions, watches,
+	// connections, replica and store), which Prometheus shows for every
+	// cell hosted here with the label cell="<name>". The others are the
+	// member's own (its process, its request counters and latencies, not
+	// yet kept per cell) and are shown once, without the label.
+	perCell bool
 	// value is the figure as mntr prints it (int, int64, float64 or
 	// string; a float64 prints as Java's double does). nil: not known now,
 	// and not shown (Prometheus only).
@@ -50,14 +57,14 @@ type figure struct {
 
 // reading is one look at the member, for one mntr or one scrape.
 type reading struct {
-	s             *Server
+	s             *cellView
 	f             figures
 	reads, writes latencySnap
 	pm            *raftsm.StoreFigures // nil until read, or if it cannot be
 	pmRead        bool
 }
 
-func (s *Server) newReading() *reading {
+func (s *cellView) newReading() *reading {
 	return &reading{s: s, f: s.figures(), reads: s.counters.reads.snap(), writes: s.counters.writes.snap()}
 }
 
@@ -82,23 +89,23 @@ func (r *reading) shows(fg *figure, in shownIn) bool {
 var figureTable = slices.Concat([]figure{
 	{name: "version", in: inMntr, value: func(*reading) any { return Version }},
 	{name: "server_state", in: inMntr, value: func(r *reading) any { return r.f.mode }},
-	{name: "ephemerals_count", in: inBoth, typ: gauge, help: "Number of ephemeral znodes", value: func(r *reading) any { return r.f.ephemerals }},
-	{name: "num_alive_connections", in: inBoth, typ: gauge, help: "Number of client connections", value: func(r *reading) any { return r.f.connections }},
+	{name: "ephemerals_count", perCell: true, in: inBoth, typ: gauge, help: "Number of ephemeral znodes", value: func(r *reading) any { return r.f.ephemerals }},
+	{name: "num_alive_connections", perCell: true, in: inBoth, typ: gauge, help: "Number of client connections", value: func(r *reading) any { return r.f.connections }},
 	{name: "avg_latency", in: inBoth, typ: gauge, help: "Average request latency (ms)", value: func(r *reading) any { return r.f.avgLat }},
 	{name: "outstanding_requests", in: inBoth, typ: gauge, help: "Requests read and not yet answered", value: func(r *reading) any { return r.f.outstanding }},
-	{name: "znode_count", in: inBoth, typ: gauge, help: "Number of znodes", value: func(r *reading) any { return r.f.nodeCount }},
-	{name: "global_sessions", in: inBoth, typ: gauge, help: "Number of sessions", value: func(r *reading) any { return r.f.sessions }},
+	{name: "znode_count", perCell: true, in: inBoth, typ: gauge, help: "Number of znodes", value: func(r *reading) any { return r.f.nodeCount }},
+	{name: "global_sessions", perCell: true, in: inBoth, typ: gauge, help: "Number of sessions", value: func(r *reading) any { return r.f.sessions }},
 	{name: "non_mtls_remote_conn_count", in: inMntr, value: func(*reading) any { return 0 }},
 	{name: "last_client_response_size", in: inMntr, value: func(r *reading) any { return r.s.counters.resp.last.Load() }},
 	{name: "packets_sent", in: inBoth, typ: counter, help: "Packets sent to clients", value: func(r *reading) any { return r.f.sent }},
 	{name: "packets_received", in: inBoth, typ: counter, help: "Packets received from clients", value: func(r *reading) any { return r.f.received }},
 	{name: "max_client_response_size", in: inMntr, value: func(r *reading) any { return r.s.counters.resp.max.Load() }},
 	{name: "connection_drop_probability", in: inMntr, value: func(*reading) any { return 0.0 }},
-	{name: "watch_count", in: inBoth, typ: gauge, help: "Number of watches", value: func(r *reading) any { return r.f.watches }},
+	{name: "watch_count", perCell: true, in: inBoth, typ: gauge, help: "Number of watches", value: func(r *reading) any { return r.f.watches }},
 	{name: "auth_failed_count", in: inBoth, typ: counter, help: "Failed authentications", value: func(r *reading) any { return r.s.counters.authFailed.Load() }},
 	{name: "min_latency", in: inBoth, typ: gauge, help: "Minimum request latency (ms)", value: func(r *reading) any { return r.f.minLat }},
 	{name: "max_file_descriptor_count", in: inBoth, typ: gauge, help: "File descriptor limit", value: func(r *reading) any { return r.f.maxFDs }},
-	{name: "approximate_data_size", in: inBoth, typ: gauge, help: "Approximate data size in bytes (paths and data)", value: func(r *reading) any { return r.f.dataSize }},
+	{name: "approximate_data_size", perCell: true, in: inBoth, typ: gauge, help: "Approximate data size in bytes (paths and data)", value: func(r *reading) any { return r.f.dataSize }},
 	{name: "open_file_descriptor_count", in: inBoth, typ: gauge, help: "Open file descriptors", value: func(r *reading) any { return r.f.openFDs }},
 	{name: "local_sessions", in: inMntr, value: func(*reading) any { return 0 }},
 	{name: "uptime", in: inBoth, typ: gauge, help: "Milliseconds since the member started", value: func(r *reading) any { return r.f.uptime }},
@@ -112,12 +119,12 @@ var figureTable = slices.Concat([]figure{
 	{name: "connection_rejected", in: inBoth, typ: counter, help: "Connections refused by a limit", value: func(r *reading) any { return r.s.counters.connRejected.Load() }},
 	{name: "unsuccessful_handshake", in: inBoth, typ: counter, help: "Failed TLS handshakes", value: func(r *reading) any { return r.s.counters.tlsHandshakeFailed.Load() }},
 	{name: "bytes_received_count", in: inBoth, typ: counter, help: "Bytes received from clients", value: func(r *reading) any { return r.s.counters.bytesReceived.Load() }},
-	{name: "quorum_size", in: inBoth, typ: gauge, help: "Voting members", value: func(r *reading) any { return r.f.voters }},
+	{name: "quorum_size", perCell: true, in: inBoth, typ: gauge, help: "Voting members", value: func(r *reading) any { return r.f.voters }},
 
-	{name: "learners", in: inBoth, leader: true, typ: gauge, help: "Followers and observers", value: func(r *reading) any { return r.f.learners }},
+	{name: "learners", perCell: true, in: inBoth, leader: true, typ: gauge, help: "Followers and observers", value: func(r *reading) any { return r.f.learners }},
 	// ZooKeeper 3.4's name, still read by some exporters.
 	{name: "followers", in: inMntr, leader: true, value: func(r *reading) any { return r.f.learners }},
-	{name: "synced_followers", in: inBoth, leader: true, typ: gauge, help: "Voting followers the leader is connected to", value: func(r *reading) any { return r.f.syncedFollowers }},
+	{name: "synced_followers", perCell: true, in: inBoth, leader: true, typ: gauge, help: "Voting followers the leader is connected to", value: func(r *reading) any { return r.f.syncedFollowers }},
 	{name: "synced_non_voting_followers", in: inMntr, leader: true, value: func(r *reading) any { return r.f.syncedNonVot }},
 	// mntr's synced_observers counts the observers the leader reaches;
 	// Prometheus's (below) has counted the configured ones.
@@ -130,39 +137,39 @@ var figureTable = slices.Concat([]figure{
 	latencyFigures("readlatency", func(r *reading) latencySnap { return r.reads }),
 	latencyFigures("updatelatency", func(r *reading) latencySnap { return r.writes }),
 	[]figure{
-		{name: "synced_observers", in: inProm, leader: true, typ: gauge, help: "Observers", value: func(r *reading) any { return r.f.observers }},
-		{name: "zkraft_is_leader", in: inProm, typ: gauge, help: "1 if this member leads the shard", value: func(r *reading) any {
+		{name: "synced_observers", perCell: true, in: inProm, leader: true, typ: gauge, help: "Observers", value: func(r *reading) any { return r.f.observers }},
+		{name: "zkraft_is_leader", perCell: true, in: inProm, typ: gauge, help: "1 if this member leads the shard", value: func(r *reading) any {
 			return r.f.mode == "leader" || r.f.mode == "standalone"
 		}},
-		{name: "zkraft_leader_id", in: inProm, typ: gauge, help: "Replica id of the shard's leader (0: none)", value: func(r *reading) any { return r.s.cell.leaderID.Load() }},
+		{name: "zkraft_leader_id", perCell: true, in: inProm, typ: gauge, help: "Replica id of the shard's leader (0: none)", value: func(r *reading) any { return r.s.cell.leaderID.Load() }},
 		{name: "zkraft_raft_term", in: inProm, typ: gauge, help: "Raft term of the last leader change", value: func(r *reading) any { return r.s.metrics.term.Load() }},
-		{name: "zkraft_last_zxid", in: inProm, typ: gauge, help: "Last zxid applied on this member", value: func(r *reading) any { return r.f.zxid }},
-		{name: "zkraft_raft_apply_lag_entries", in: inProm, typ: gauge, help: "Raft log entries stored on this member and not yet applied", value: func(r *reading) any {
+		{name: "zkraft_last_zxid", perCell: true, in: inProm, typ: gauge, help: "Last zxid applied on this member", value: func(r *reading) any { return r.f.zxid }},
+		{name: "zkraft_raft_apply_lag_entries", perCell: true, in: inProm, typ: gauge, help: "Raft log entries stored on this member and not yet applied", value: func(r *reading) any {
 			if lag, ok := r.s.applyLag(); ok {
 				return lag
 			}
 			return nil
 		}},
-		{name: "zkraft_snapshot_resets_total", in: inProm, typ: counter, help: "States installed from another member's snapshot", value: func(r *reading) any { return r.s.cell.resets.Load() }},
+		{name: "zkraft_snapshot_resets_total", perCell: true, in: inProm, typ: counter, help: "States installed from another member's snapshot", value: func(r *reading) any { return r.s.cell.resets.Load() }},
 		{name: "zkraft_raft_snapshots_created_total", in: inProm, typ: counter, help: "Raft snapshots this member created", value: func(r *reading) any { return r.s.ops.peers.snapshots.Load() }},
-		{name: "zkraft_pebble_disk_bytes", in: inProm, typ: gauge, help: "Disk space used by the state machine's Pebble store", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.DiskBytes })},
-		{name: "zkraft_pebble_memtable_bytes", in: inProm, typ: gauge, help: "Pebble memtable size", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.MemTableBytes })},
-		{name: "zkraft_pebble_wal_bytes", in: inProm, typ: gauge, help: "Pebble write-ahead log size", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.WALBytes })},
-		{name: "zkraft_pebble_level_bytes", in: inProm, typ: gauge, help: "Pebble sstable bytes by level", label: "level", value: storeFigure(func(m *raftsm.StoreFigures) any {
+		{name: "zkraft_pebble_disk_bytes", perCell: true, in: inProm, typ: gauge, help: "Disk space used by the state machine's Pebble store", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.DiskBytes })},
+		{name: "zkraft_pebble_memtable_bytes", perCell: true, in: inProm, typ: gauge, help: "Pebble memtable size", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.MemTableBytes })},
+		{name: "zkraft_pebble_wal_bytes", perCell: true, in: inProm, typ: gauge, help: "Pebble write-ahead log size", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.WALBytes })},
+		{name: "zkraft_pebble_level_bytes", perCell: true, in: inProm, typ: gauge, help: "Pebble sstable bytes by level", label: "level", value: storeFigure(func(m *raftsm.StoreFigures) any {
 			out := make([]float64, len(m.LevelBytes))
 			for i, b := range m.LevelBytes {
 				out[i] = float64(b)
 			}
 			return out
 		})},
-		{name: "zkraft_pebble_sstable_bytes", in: inProm, typ: gauge, help: "Pebble sstable bytes", value: storeFigure(func(m *raftsm.StoreFigures) any {
+		{name: "zkraft_pebble_sstable_bytes", perCell: true, in: inProm, typ: gauge, help: "Pebble sstable bytes", value: storeFigure(func(m *raftsm.StoreFigures) any {
 			var sst int64
 			for _, b := range m.LevelBytes {
 				sst += b
 			}
 			return sst
 		})},
-		{name: "zkraft_pebble_compactions_total", in: inProm, typ: counter, help: "Pebble compactions", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.Compactions })},
+		{name: "zkraft_pebble_compactions_total", perCell: true, in: inProm, typ: counter, help: "Pebble compactions", value: storeFigure(func(m *raftsm.StoreFigures) any { return m.Compactions })},
 	})
 
 // latencyFigures are mntr's avg_, min_, max_, cnt_ and sum_ of a latency
@@ -189,7 +196,7 @@ func storeFigure(fn func(*raftsm.StoreFigures) any) func(*reading) any {
 }
 
 // monitor is mntr (and monitor): the figures shown in mntr, in order.
-func (s *Server) monitor() []kv {
+func (s *cellView) monitor() []kv {
 	r := s.newReading()
 	var out []kv
 	for i := range figureTable {
@@ -201,22 +208,37 @@ func (s *Server) monitor() []kv {
 }
 
 // collectFigures sends the figures shown in Prometheus.
+// The member's own figures come once, from the default cell's reading;
+// each cell's figures once per cell hosted here, labelled with its name.
 func (s *Server) collectFigures(ch chan<- prometheus.Metric) {
-	r := s.newReading()
-	for i := range figureTable {
-		fg := &figureTable[i]
-		if !r.shows(fg, inProm) {
-			continue
-		}
-		switch v := fg.value(r).(type) {
-		case nil:
-		case []float64:
-			desc := prometheus.NewDesc(fg.name, fg.help, []string{fg.label}, nil)
-			for i, x := range v {
-				ch <- prometheus.MustNewConstMetric(desc, fg.typ, x, strconv.Itoa(i))
+	views := []*cellView{s.view()}
+	s.fleet.mu.Lock()
+	for _, h := range s.fleet.mu.hosted {
+		views = append(views, &cellView{Server: s, cell: h.c})
+	}
+	s.fleet.mu.Unlock()
+	slices.SortFunc(views[1:], func(a, b *cellView) int { return strings.Compare(a.cell.name, b.cell.name) })
+	for vi, v := range views {
+		r := v.newReading()
+		for i := range figureTable {
+			fg := &figureTable[i]
+			if !r.shows(fg, inProm) || !fg.perCell && vi > 0 {
+				continue
 			}
-		default:
-			ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(fg.name, fg.help, nil, nil), fg.typ, promValue(v))
+			var labels, values []string
+			if fg.perCell {
+				labels, values = []string{"cell"}, []string{v.cell.name}
+			}
+			switch x := fg.value(r).(type) {
+			case nil:
+			case []float64:
+				desc := prometheus.NewDesc(fg.name, fg.help, append([]string{fg.label}, labels...), nil)
+				for i, y := range x {
+					ch <- prometheus.MustNewConstMetric(desc, fg.typ, y, append([]string{strconv.Itoa(i)}, values...)...)
+				}
+			default:
+				ch <- prometheus.MustNewConstMetric(prometheus.NewDesc(fg.name, fg.help, labels, nil), fg.typ, promValue(x), values...)
+			}
 		}
 	}
 }

@@ -26,7 +26,7 @@ func TestFigureTable(t *testing.T) {
 		}
 	}
 	s := startStandalone(t, nil)
-	r := s.newReading()
+	r := s.view().newReading()
 	for _, fg := range figureTable {
 		v := fg.value(r)
 		switch v.(type) {

@@ -58,7 +58,8 @@ func (c *conn) fourLetterWord(w string) {
 		}
 		out = notServing
 		if !cmd.needsServing(true) || c.cell.serving() {
-			out = cmd.text(s, arg)
+			// The word answers for the cell of the port it came in on.
+			out = cmd.text(&cellView{Server: s, cell: c.cell}, arg)
 		}
 	}
 	c.answerAndClose([]byte(out))
@@ -123,7 +124,7 @@ func closeWrite(nc net.Conn) error {
 
 // writeSrvr writes srvr (and, with clients, stat), as ZooKeeper's
 // StatCommand does.
-func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
+func (s *cellView) writeSrvr(b *strings.Builder, clients bool) {
 	f := s.figures()
 	fmt.Fprintf(b, "Zookeeper version: %s\n", Version)
 	if clients {
@@ -146,7 +147,7 @@ func (s *Server) writeSrvr(b *strings.Builder, clients bool) {
 	}
 }
 
-func (s *Server) proposalSizes() string {
+func (s *cellView) proposalSizes() string {
 	c := &s.counters
 	if c.proposals.last.Load() == 0 {
 		return "-1/-1/-1"
@@ -155,12 +156,14 @@ func (s *Server) proposalSizes() string {
 }
 
 // conns lists the live connections.
-func (s *Server) conns() []*conn {
+func (s *cellView) conns() []*conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := make([]*conn, 0, len(s.mu.conns))
 	for c := range s.mu.conns {
-		out = append(out, c)
+		if c.cell == s.cell {
+			out = append(out, c)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].owner < out[j].owner })
 	return out
@@ -188,7 +191,7 @@ type connInfo struct {
 	secure     bool
 }
 
-func (s *Server) connInfos() []connInfo {
+func (s *cellView) connInfos() []connInfo {
 	var out []connInfo
 	for _, c := range s.conns() {
 		ci := connInfo{
@@ -262,7 +265,7 @@ func portOf(addr string) int {
 	return n
 }
 
-func (s *Server) confPairs() []kv {
+func (s *cellView) confPairs() []kv {
 	c := &s.cfg
 	logDir := c.LogDir
 	if logDir == "" {
@@ -278,7 +281,7 @@ func (s *Server) confPairs() []kv {
 		serverID = c.ReplicaID
 	}
 	out := []kv{
-		{"clientPort", portOf(s.ln.Addr().String())},
+		{"clientPort", portOf(s.cellAddr().String())},
 		{"secureClientPort", secure},
 		{"dataDir", c.DataDir},
 		{"dataDirSize", dsize},
@@ -307,7 +310,7 @@ func (s *Server) confPairs() []kv {
 
 // dirSizes walks the data and log directories (dirs, conf): ZooKeeper's
 // figures are likewise computed on demand.
-func (s *Server) dirSizes() (data, log int64) {
+func (s *cellView) dirSizes() (data, log int64) {
 	size := func(dir string) int64 {
 		var n int64
 		filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
@@ -365,7 +368,7 @@ func environment() []kv {
 
 // writeDump is dump: sessions by expiry bucket, ephemerals by session,
 // then connections, as ZooKeeper 3.8 prints them.
-func (s *Server) writeDump(b *strings.Builder) {
+func (s *cellView) writeDump(b *strings.Builder) {
 	const javaDate = "Mon Jan 02 15:04:05 MST 2006"
 	buckets, ids := s.cell.tracker.Deadlines()
 	times := make([]time.Time, 0, len(buckets))
@@ -405,7 +408,7 @@ func (s *Server) writeDump(b *strings.Builder) {
 	}
 }
 
-func (s *Server) ephemeralsByOwner() ([]int64, [][]string) {
+func (s *cellView) ephemeralsByOwner() ([]int64, [][]string) {
 	type res struct {
 		owners []int64
 		paths  [][]string

@@ -124,7 +124,7 @@ func TestSlowReaderBounded(t *testing.T) {
 	}()
 	time.Sleep(time.Second)
 	var cn *conn
-	for _, x := range s.conns() {
+	for _, x := range s.view().conns() {
 		if x.nc.LocalAddr().String() == rc.nc.RemoteAddr().String() && x.nc.RemoteAddr().String() == rc.nc.LocalAddr().String() {
 			cn = x
 		}
@@ -206,7 +206,7 @@ func TestStalledReadersDoNotStarveOthers(t *testing.T) {
 				return
 			case <-tick.C:
 			}
-			for _, cn := range s.conns() {
+			for _, cn := range s.view().conns() {
 				hw = cn.outboxHighWater()
 				limit = hw + 1<<20 // one reply of the 1 MB znode past the mark
 				cn.q.Lock()

@@ -110,8 +110,8 @@ func (c *serverCollector) Collect(ch chan<- prometheus.Metric) { c.s.collectFigu
 
 // applyLag is the number of Raft entries this member stores beyond its
 // applied index.
-func (s *Server) applyLag() (uint64, bool) {
-	lr, err := s.nh.GetLogReader(s.cfg.ShardID)
+func (s *cellView) applyLag() (uint64, bool) {
+	lr, err := s.nh.GetLogReader(s.cell.shardID)
 	if err != nil {
 		return 0, false
 	}

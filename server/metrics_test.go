@@ -25,11 +25,11 @@ func TestPrometheusMetrics(t *testing.T) {
 		t.Fatalf("%d %s", code, ctype)
 	}
 	for _, want := range []string{
-		"\nznode_count 7\n", "\nephemerals_count 0\n", "\nnum_alive_connections 1\n", "\nglobal_sessions 1\n",
+		"\nznode_count{cell=\"default\"} 7\n", "\nephemerals_count{cell=\"default\"} 0\n", "\nnum_alive_connections{cell=\"default\"} 1\n", "\nglobal_sessions{cell=\"default\"} 1\n",
 		"\nreadlatency_count 1\n", "\nupdatelatency_count 1\n", "readlatency{quantile=\"0.5\"}",
 		"\nzkraft_proposal_commit_seconds_count 1\n", "zkraft_requests_total{op=\"create\"} 1",
-		"\nzkraft_is_leader 1\n", "\nzkraft_pebble_disk_bytes ", "zkraft_pebble_level_bytes{level=\"0\"}",
-		"\nzkraft_raft_apply_lag_entries ", "\napproximate_data_size ", "\npackets_received ",
+		"\nzkraft_is_leader{cell=\"default\"} 1\n", "\nzkraft_pebble_disk_bytes{cell=\"default\"} ", "zkraft_pebble_level_bytes{cell=\"default\",level=\"0\"}",
+		"\nzkraft_raft_apply_lag_entries{cell=\"default\"} ", "\napproximate_data_size{cell=\"default\"} ", "\npackets_received ",
 		"dragonboat_raftnode_has_leader",
 	} {
 		if !strings.Contains(body, want) {

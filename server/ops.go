@@ -232,12 +232,12 @@ type figures struct {
 	syncedFollowers, syncedNonVot int
 }
 
-func (s *Server) figures() figures {
-	f := figures{mode: s.mode(), zxid: s.lastZxid()}
+func (s *cellView) figures() figures {
+	f := figures{mode: s.cellMode(), zxid: s.cell.zxid.Load()}
 	nodes, eph, size := s.cell.treeCounts()
 	f.nodeCount, f.ephemerals, f.dataSize = nodes+1, eph, size
 	f.watches = s.cell.watches.total()
-	f.connections = s.connCount()
+	f.connections = len(s.conns())
 	f.outstanding = s.outstandingRequests()
 	f.sessions = s.cell.tracker.Len()
 	f.uptime = time.Since(s.started).Milliseconds()
@@ -256,9 +256,9 @@ func (s *Server) figures() figures {
 	if f.mode == "leader" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		if m, err := s.nh.SyncGetShardMembership(ctx, s.cfg.ShardID); err == nil {
-			f.voters = len(m.Nodes)
-			for id, addr := range m.Nodes {
+		if m, err := s.cell.rep.membership(ctx); err == nil {
+			f.voters = len(m.voters)
+			for id, addr := range m.voters {
 				if id == s.cfg.ReplicaID {
 					continue
 				}
@@ -267,7 +267,7 @@ func (s *Server) figures() figures {
 					f.syncedFollowers++
 				}
 			}
-			for _, addr := range m.NonVotings {
+			for _, addr := range m.nonVoting {
 				f.learners++
 				f.observers++
 				if s.ops.peers.isConnected(addr) {
@@ -292,7 +292,7 @@ func fdCounts() (open, max int64) {
 
 // storeFigures are the state machine's store figures, nil if the replica
 // cannot be read.
-func (s *Server) storeFigures() *raftsm.StoreFigures {
+func (s *cellView) storeFigures() *raftsm.StoreFigures {
 	f, err := readValue(s.cell.rep, nil, localRead, func(v raftsm.View) (*raftsm.StoreFigures, error) {
 		return v.StoreFigures(), nil
 	})

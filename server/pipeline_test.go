@@ -10,6 +10,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -138,7 +139,7 @@ func (r *localReplica) addReplica(context.Context, uint64, string, bool, uint64)
 	return errors.New("localReplica: one replica")
 }
 
-func (r *localReplica) removeReplica(context.Context, uint64) error {
+func (r *localReplica) removeReplica(context.Context, uint64, uint64) error {
 	return errors.New("localReplica: one replica")
 }
 
@@ -151,7 +152,7 @@ func startOverLocalReplica(t *testing.T, mode ReadMode) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newCell(s, 1, 1)
+	c := newCell(s, fleet.DefaultCell, 1, 1)
 	c.rep = newLocalReplica(t, c)
 	c.leaderID.Store(1)
 	c.leader.Store(true)
@@ -161,7 +162,7 @@ func startOverLocalReplica(t *testing.T, mode ReadMode) *Server {
 		t.Fatal(err)
 	}
 	s.ln = ln
-	s.routines.start(s.acceptLoop)
+	s.routines.start(func() { s.acceptLoop(ln, c) })
 	t.Cleanup(func() {
 		s.mu.Lock()
 		s.mu.closed = true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/lni/dragonboat/v4"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 )
@@ -230,6 +231,29 @@ func (r *raftReplica) addReplica(ctx context.Context, id uint64, addr string, no
 	return r.nh.SyncRequestAddReplica(ctx, r.shardID, id, addr, changeID)
 }
 
-func (r *raftReplica) removeReplica(ctx context.Context, id uint64) error {
-	return r.nh.SyncRequestDeleteReplica(ctx, r.shardID, id, 0)
+func (r *raftReplica) removeReplica(ctx context.Context, id uint64, changeID uint64) error {
+	return r.nh.SyncRequestDeleteReplica(ctx, r.shardID, id, changeID)
+}
+
+// systemShard is the member's way to the system shard (the fleet's map):
+// beside raftReplica, the only Dragonboat proposals and reads of the
+// server, and the one place that sees the map's Lookup result.
+type systemShard struct{ nh *dragonboat.NodeHost }
+
+// propose proposes an encoded fleet command and waits for its result.
+func (s systemShard) propose(ctx context.Context, b []byte) (fleet.Reply, error) {
+	res, err := s.nh.SyncPropose(ctx, s.nh.GetNoOPSession(fleet.SystemShardID), b)
+	if err != nil {
+		return fleet.Reply{}, err
+	}
+	return fleet.ParseResult(res)
+}
+
+// readMap reads the map linearizably.
+func (s systemShard) readMap(ctx context.Context) (*fleet.Map, error) {
+	v, err := s.nh.SyncRead(ctx, fleet.SystemShardID, fleet.MapQuery{})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*fleet.Map), nil
 }

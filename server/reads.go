@@ -63,7 +63,7 @@ func (c *conn) readOp(hdr *jute.RequestHeader, body []byte) (exec func() (*resul
 	req, _ := jute.NewRequest(hdr.Type)
 	if jute.Unmarshal(body, req) != nil {
 		return func() (*result, error) {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
+			return &result{zxid: c.cell.zxid.Load(), err: jute.ErrMarshallingError}, nil
 		}, false, false
 	}
 	q := &readReq{
@@ -125,7 +125,7 @@ func failed(err error) *result { return &result{err: jute.CodeOf(err)} }
 // connection), with no snapshot: the reply carries the last zxid applied.
 func (c *conn) memberRead(fn func(res *result)) func() (*result, error) {
 	return func() (*result, error) {
-		res := &result{zxid: c.srv.lastZxid()}
+		res := &result{zxid: c.cell.zxid.Load()}
 		fn(res)
 		return res, nil
 	}

@@ -58,7 +58,7 @@ func (c *conn) reconfigOp(body []byte) func() (*result, error) {
 	return func() (*result, error) {
 		req := new(jute.ReconfigRequest)
 		if jute.Unmarshal(body, req) != nil {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrMarshallingError}, nil
+			return &result{zxid: c.cell.zxid.Load(), err: jute.ErrMarshallingError}, nil
 		}
 		code, err := c.cell.reconfig(req, auth)
 		if err != nil {
@@ -190,7 +190,7 @@ func (c *cell) applyMembership(members []Member) error {
 	}
 	for id := range m.voters {
 		if mem, ok := want[id]; !ok || mem.Observer {
-			if err := c.rep.removeReplica(ctx, id); err != nil {
+			if err := c.rep.removeReplica(ctx, id, 0); err != nil {
 				return fmt.Errorf("remove %d: %w", id, err)
 			}
 		}
@@ -200,7 +200,7 @@ func (c *cell) applyMembership(members []Member) error {
 		// below (Dragonboat adds a non-voting replica as a voter in place);
 		// removing it first would retire its id for good.
 		if _, ok := want[id]; !ok {
-			if err := c.rep.removeReplica(ctx, id); err != nil {
+			if err := c.rep.removeReplica(ctx, id, 0); err != nil {
 				return fmt.Errorf("remove observer %d: %w", id, err)
 			}
 		}

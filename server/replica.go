@@ -37,7 +37,7 @@ type replica interface {
 	// change them, one at a time (changeID 0: whatever the current one).
 	membership(ctx context.Context) (shardMembers, error)
 	addReplica(ctx context.Context, id uint64, addr string, nonVoting bool, changeID uint64) error
-	removeReplica(ctx context.Context, id uint64) error
+	removeReplica(ctx context.Context, id uint64, changeID uint64) error
 }
 
 // proposal is a proposed command on its way through the log.

@@ -175,7 +175,7 @@ func (c *conn) watchFromOp(q *readReq, req *jute.WatchFromRequest) readPlan {
 	auth := q.auth
 	return readPlan{exec: func() (*result, error) {
 		if (req.Mode != jute.WatchModeNode && req.Mode != jute.WatchModeSubtree) || znode.ValidatePath(req.Path) != nil {
-			return &result{zxid: c.srv.lastZxid(), err: jute.ErrBadArguments}, nil
+			return &result{zxid: c.cell.zxid.Load(), err: jute.ErrBadArguments}, nil
 		}
 		r := &resumable{c: c, path: req.Path, subtree: req.Mode == jute.WatchModeSubtree, auth: auth}
 		r.mu.replaying = true

@@ -17,6 +17,7 @@ import (
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 
+	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -30,7 +31,13 @@ type Server struct {
 	nh  *dragonboat.NodeHost
 	ln  net.Listener
 
-	cell *cell // the one namespace served on the client listener
+	cell  *cell        // the default cell, served on the client listener
+	fleet *fleetMember // the system shard and the other cells hosted here (fleet.go)
+
+	// cellsMu guards cellsByShard: every cell with a replica on the
+	// NodeHost, the default one too, for Dragonboat's events.
+	cellsMu      sync.Mutex
+	cellsByShard map[uint64]*cell
 
 	started time.Time
 	stats   stats
@@ -44,6 +51,8 @@ type Server struct {
 	ops         opsState
 
 	connSeq atomic.Uint64 // numbers connections for raftsm.Command.Owner
+
+	up upstreams // the proxies' listener and connections (upstream.go)
 
 	// readHook, set by tests only, runs inside every client read, on the
 	// read's snapshot, before it reads: a test holds a read there to apply
@@ -74,9 +83,39 @@ type stats struct {
 type leaderListener struct{ s atomic.Pointer[Server] }
 
 func (l *leaderListener) LeaderUpdated(info raftio.LeaderInfo) {
-	if s := l.s.Load(); s != nil && s.cell != nil && info.ShardID == s.cell.shardID {
-		s.cell.leaderUpdated(info)
+	s := l.s.Load()
+	if s == nil {
+		return
 	}
+	if info.ShardID == fleet.SystemShardID {
+		s.fleet.leaderID.Store(info.LeaderID)
+		return
+	}
+	if c := s.cellOfShard(info.ShardID); c != nil {
+		c.leaderUpdated(info)
+	}
+}
+
+// registerCell makes c hear its shard's Dragonboat events; before its
+// replica starts.
+func (s *Server) registerCell(c *cell) {
+	s.cellsMu.Lock()
+	s.cellsByShard[c.shardID] = c
+	s.cellsMu.Unlock()
+}
+
+func (s *Server) unregisterCell(c *cell) {
+	s.cellsMu.Lock()
+	if s.cellsByShard[c.shardID] == c {
+		delete(s.cellsByShard, c.shardID)
+	}
+	s.cellsMu.Unlock()
+}
+
+func (s *Server) cellOfShard(shardID uint64) *cell {
+	s.cellsMu.Lock()
+	defer s.cellsMu.Unlock()
+	return s.cellsByShard[shardID]
 }
 
 // New starts a member: it opens (or creates) the data directories, starts
@@ -124,29 +163,12 @@ func New(cfg Config) (*Server, error) {
 	}
 	s.nh = nh
 
-	c := newCell(s, cfg.ShardID, cfg.ReplicaID)
+	c := newCell(s, fleet.DefaultCell, cfg.ShardID, cfg.ReplicaID)
 	c.rep = &raftReplica{nh: nh, shardID: cfg.ShardID, srv: s, cell: c}
 	s.cell = c
+	s.registerCell(c)
 	ll.s.Store(s)
-	smCfg := raftsm.Config{
-		Dir:             filepath.Join(cfg.DataDir, "state"),
-		Options:         znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
-		Sink:            c,
-		HistoryMax:      cfg.HistoryMax,
-		HistoryMaxAge:   int64(cfg.HistoryMaxAge / time.Millisecond),
-		BlockCacheBytes: cfg.BlockCacheBytes,
-	}
-	rc := dbconfig.Config{
-		ShardID:            cfg.ShardID,
-		ReplicaID:          cfg.ReplicaID,
-		CheckQuorum:        true,
-		PreVote:            true,
-		ElectionRTT:        cfg.ElectionRTT,
-		HeartbeatRTT:       cfg.HeartbeatRTT,
-		SnapshotEntries:    cfg.SnapshotEntries,
-		CompactionOverhead: cfg.SnapshotEntries / 5,
-		MaxInMemLogSize:    256 << 20,
-	}
+	rc, smCfg := ReplicaConfig(cfg, c)
 	members := map[uint64]dragonboat.Target{}
 	join := false
 	if len(cfg.Members) == 0 {
@@ -223,7 +245,13 @@ func New(cfg Config) (*Server, error) {
 		nh.Close()
 		return nil, err
 	}
-	s.routines.start(s.acceptLoop)
+	if err := s.startUpstream(); err != nil {
+		ln.Close()
+		s.stopOps()
+		nh.Close()
+		return nil, err
+	}
+	s.routines.start(func() { s.acceptLoop(ln, c) })
 	s.routines.start(func() { c.sessionLoop(s.ctx) })
 	s.routines.start(func() { c.sweepLoop(s.ctx) })
 	s.routines.start(func() { c.membershipLoop(s.ctx) })
@@ -231,6 +259,11 @@ func New(cfg Config) (*Server, error) {
 	if cfg.DigestCheckInterval > 0 {
 		s.routines.start(func() { c.digestLoop(s.ctx) })
 	}
+	// The system shard beside the default cell, and the cells the map
+	// places here (fleet.go): after the default cell serves, so that a
+	// fleet without a quorum of upgraded members keeps serving it, and
+	// without holding up New.
+	s.routines.start(func() { s.startFleet(nhc) })
 	raftListen := "none (standalone)"
 	if nhc.Expert.TransportFactory == nil {
 		raftListen = nhc.GetListenAddress()
@@ -242,6 +275,34 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
+// ReplicaConfig is the Raft configuration and the state machine
+// configuration of cfg's replica (cfg with its defaults applied): New
+// starts the replica with them, and so do the offline commands (export)
+// that start it without serving clients, so that both apply the log under
+// the same rules. sink receives the applied events (nil: nobody).
+func ReplicaConfig(cfg Config, sink raftsm.EventSink) (dbconfig.Config, raftsm.Config) {
+	smCfg := raftsm.Config{
+		Dir:             filepath.Join(cfg.DataDir, "state"),
+		Options:         znode.Options{ExtendedTypes: cfg.ExtendedTypes, EnforceQuota: cfg.EnforceQuota},
+		Sink:            sink,
+		HistoryMax:      cfg.HistoryMax,
+		HistoryMaxAge:   int64(cfg.HistoryMaxAge / time.Millisecond),
+		BlockCacheBytes: cfg.BlockCacheBytes,
+	}
+	rc := dbconfig.Config{
+		ShardID:            cfg.ShardID,
+		ReplicaID:          cfg.ReplicaID,
+		CheckQuorum:        true,
+		PreVote:            true,
+		ElectionRTT:        cfg.ElectionRTT,
+		HeartbeatRTT:       cfg.HeartbeatRTT,
+		SnapshotEntries:    cfg.SnapshotEntries,
+		CompactionOverhead: cfg.SnapshotEntries / 5,
+		MaxInMemLogSize:    256 << 20,
+	}
+	return rc, smCfg
+}
+
 // newServer is a member's state before it has a replica or a listener:
 // its configuration (validated), connection table and operations.
 func newServer(cfg Config) (*Server, error) {
@@ -251,6 +312,9 @@ func newServer(cfg Config) (*Server, error) {
 	s := &Server{cfg: cfg, log: cfg.Logger.With("member", cfg.ReplicaID), started: time.Now(), audit: newAuditLog(cfg.AuditLog)}
 	s.mu.conns = map[*conn]struct{}{}
 	s.mu.perIP = map[string]int{}
+	s.cellsByShard = map[uint64]*cell{}
+	s.fleet = &fleetMember{s: s, wake: make(chan struct{}, 1)}
+	s.fleet.mu.hosted = map[string]*hostedCell{}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
 	if err := s.initOps(); err != nil {
 		return nil, err
@@ -330,9 +394,10 @@ func (s *Server) closeClients(c *cell) {
 // Addr is the client listener's address.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
 
-func (s *Server) acceptLoop() {
+// acceptLoop accepts the clients of cell c on ln until ln closes.
+func (s *Server) acceptLoop(ln net.Listener, cl *cell) {
 	for {
-		nc, err := s.ln.Accept()
+		nc, err := ln.Accept()
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -341,7 +406,7 @@ func (s *Server) acceptLoop() {
 			time.Sleep(10 * time.Millisecond)
 			continue
 		}
-		c, ok := s.register(nc)
+		c, ok := s.register(nc, cl)
 		if !ok {
 			nc.Close()
 			continue
@@ -361,7 +426,7 @@ func remoteIP(nc net.Conn) string {
 	return host
 }
 
-func (s *Server) register(nc net.Conn) (*conn, bool) {
+func (s *Server) register(nc net.Conn, cl *cell) (*conn, bool) {
 	ip := remoteIP(nc)
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -382,7 +447,7 @@ func (s *Server) register(nc net.Conn) (*conn, bool) {
 		s.counters.connRejected.Add(1)
 		return nil, false
 	}
-	c := newConn(s, s.cell, nc, ip)
+	c := newConn(s, cl, nc, ip)
 	s.mu.conns[c] = struct{}{}
 	s.mu.perIP[ip]++
 	s.mu.perListener[listenerIndex(secure)]++
@@ -436,6 +501,7 @@ func (s *Server) Close() error {
 	s.cancel()
 	err := s.ln.Close()
 	s.stopOps()
+	s.stopUpstream()
 	for _, c := range conns {
 		c.close()
 	}
@@ -448,10 +514,6 @@ func (s *Server) Close() error {
 
 // lastZxid is the last zxid applied on this member.
 func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
-
-// superAuth reads everything, for the server's own bookkeeping (the
-// AdminServer's authorization and the console read ACLs with it).
-var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 
 // NodeHostConfig is the Dragonboat NodeHost configuration of cfg's data
 // dirs and Raft address, for the server and for the offline commands

@@ -71,7 +71,7 @@ func (s *Server) shedConnections(pct int) int {
 		return 0
 	}
 	var plain, secure []*conn
-	for _, c := range s.conns() {
+	for _, c := range s.view().conns() {
 		if c.secure {
 			secure = append(secure, c)
 		} else {

@@ -121,7 +121,7 @@ func (s *serverCounters) proposal(n int) { s.proposals.add(n) }
 
 // reset is srst: ZooKeeper resets latency, packet counts and the response
 // sizes.
-func (s *Server) resetServerStats() {
+func (s *cellView) resetServerStats() {
 	s.counters.all.reset()
 	s.counters.reads.reset()
 	s.counters.writes.reset()

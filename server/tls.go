@@ -214,7 +214,7 @@ func (s *Server) secureAcceptLoop(ln net.Listener) {
 			continue
 		}
 		tc := tls.Server(raw, s.ops.tls.cfg)
-		c, ok := s.register(tc)
+		c, ok := s.register(tc, s.cell)
 		if !ok {
 			raw.Close()
 			continue

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
@@ -66,6 +67,11 @@ type registry struct {
 	}
 	// Each connection's own watch keys are kept on it (conn.watchKeys,
 	// guarded by mu), for removeConn.
+
+	// entries counts the (table, path, connection) entries of the tables,
+	// what total counts, for a cell's watch limit without taking mu.
+	// INVARIANT: changed only in setLocked, with mu held.
+	entries atomic.Int64
 }
 
 // recentTriggers is a ring of the last triggers, in zxid order.
@@ -314,6 +320,12 @@ func (r *registry) setLocked(table watchTable, path string, c *conn, m watchMode
 	}
 	if m&modeRecursive != 0 {
 		r.mu.recursive++
+	}
+	switch {
+	case old == 0 && m != 0:
+		r.entries.Add(1)
+	case old != 0 && m == 0:
+		r.entries.Add(-1)
 	}
 	t := r.mu.tables[table]
 	key := watchKey{table, path}

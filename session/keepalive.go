@@ -45,3 +45,19 @@ func (k *KeepAlives) Drain() []int64 {
 	slices.Sort(out)
 	return out
 }
+
+// RecordAll notes that every session in ids was heard from, under one
+// lock: a proxy's keep-alive batch.
+func (k *KeepAlives) RecordAll(ids []int64) {
+	if len(ids) == 0 {
+		return
+	}
+	k.mu.Lock()
+	if k.mu.ids == nil {
+		k.mu.ids = make(map[int64]struct{}, len(ids))
+	}
+	for _, id := range ids {
+		k.mu.ids[id] = struct{}{}
+	}
+	k.mu.Unlock()
+}

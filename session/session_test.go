@@ -377,3 +377,16 @@ func TestSystemClock(t *testing.T) {
 		t.Fatalf("SystemClock.Now() = %v, not between %v and now", got, before)
 	}
 }
+
+func TestKeepAlivesRecordAll(t *testing.T) {
+	var k KeepAlives
+	k.RecordAll(nil)
+	if got := k.Drain(); len(got) != 0 {
+		t.Fatalf("Drain after RecordAll(nil) = %v", got)
+	}
+	k.Record(4)
+	k.RecordAll([]int64{7, 4, 1})
+	if got, want := k.Drain(), []int64{1, 4, 7}; !slices.Equal(got, want) {
+		t.Fatalf("Drain = %v, want %v", got, want)
+	}
+}

@@ -3,7 +3,6 @@ package resumable
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -192,7 +191,7 @@ func (w *Watch) stream(ctx context.Context, addr string, started func()) error {
 		return err
 	}
 	nc.SetReadDeadline(time.Now().Add(w.opts.DialTimeout))
-	body, err := readFrame(br)
+	body, err := jute.ReadFrame(br, nil, maxFrame)
 	if err != nil {
 		return err
 	}
@@ -233,7 +232,7 @@ func (w *Watch) stream(ctx context.Context, addr string, started func()) error {
 	accepted := false
 	for {
 		nc.SetReadDeadline(time.Now().Add(negotiated))
-		body, err := readFrame(br)
+		body, err := jute.ReadFrame(br, nil, maxFrame)
 		if err != nil {
 			return err
 		}
@@ -293,16 +292,5 @@ func writeFrame(wr io.Writer, recs ...jute.Record) error {
 	return err
 }
 
-func readFrame(r *bufio.Reader) ([]byte, error) {
-	var lb [4]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(lb[:]))
-	if n < 0 || n > 64<<20 {
-		return nil, errors.New("resumable: bad frame length")
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
-}
+// maxFrame bounds a frame read from the server.
+const maxFrame = 64 << 20

@@ -127,6 +127,18 @@ func auditScript(t *testing.T, addr string) {
 	)
 	expect(err, zk.ErrNodeExists)
 	expect(super.Delete("/a/s-0000000000", -1), nil)
+	// The plain session's close deletes its last ephemeral, which is
+	// audited: wait until that is done, so the log is read after it.
+	plain.Close()
+	for deadline := time.Now().Add(15 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		ok, _, err := super.Exists("/a/es-0000000002")
+		if err == nil && !ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the closed session's ephemeral is still there (%v)", err)
+		}
+	}
 }
 
 var (

@@ -4,6 +4,8 @@
 //	zkraft import ...   an Apache ZooKeeper data directory into a stopped zkraft
 //	zkraft export ...   a stopped zkraft as an Apache ZooKeeper data directory
 //	zkraft bench ...    a workload against ZooKeeper-compatible servers
+//	zkraft cell ...     list, show, create, change or delete the fleet's cells (a member's AdminServer)
+//	zkraft proxy ...    a proxy in front of members (docs/proxy.md)
 //	zkraft version
 //
 // zkraft COMMAND -h prints a command's flags.
@@ -14,8 +16,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -43,6 +47,10 @@ func main() {
 		err = runImport(args)
 	case "export":
 		err = runExport(args)
+	case "cell":
+		err = runCell(args, os.Stdout)
+	case "proxy":
+		err = runProxy(args)
 	default:
 		err = fmt.Errorf("unknown command %q (commands: %s)", cmd, commandNames)
 	}
@@ -69,12 +77,15 @@ func serve(args []string) error {
 	if err := checkServeImported(&cfg, logger); err != nil {
 		return err
 	}
+	// Before New: a signal while the member starts (its client port may
+	// already be open) stops it once it has started, instead of killing
+	// the process half-way.
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	srv, err := server.New(cfg)
 	if err != nil {
 		return err
 	}
-	sig := make(chan os.Signal, 1)
-	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	got := <-sig
 	logger.Info("stopping", "signal", got.String())
 	return srv.Close()
@@ -110,6 +121,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		reconfig   = fs.Bool("reconfig-enabled", false, "allow the reconfig op (ZooKeeper's reconfigEnabled)")
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 		auditLog   = fs.String("audit-log", "", "write ZooKeeper's audit log (zookeeper.audit.enable) to this file, appending; - for stderr")
+		proxyPort  = fs.Int("proxy-port", 0, "port, on the client address's host, where zkraft proxies connect (docs/proxy.md; 0: none)")
 	)
 	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -185,6 +197,14 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		cfg.ReplicaID = *myID
 	}
 	cfg.BlockCacheBytes = *blockCache // zkraft's own: no zoo.cfg key
+	if *proxyPort > 0 {
+		// zkraft's own: no zoo.cfg key yet.
+		host, _, err := net.SplitHostPort(cfg.ClientAddr)
+		if err != nil {
+			return server.Config{}, nil, fmt.Errorf("--proxy-port: client address %q: %w", cfg.ClientAddr, err)
+		}
+		cfg.ProxyAddr = net.JoinHostPort(host, strconv.Itoa(*proxyPort))
+	}
 	cfg.Join = *join
 	if set["reconfig-enabled"] {
 		cfg.ReconfigEnabled = *reconfig
@@ -215,12 +235,14 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 }
 
 // commandNames are the commands main dispatches, for its error message.
-const commandNames = "serve, import, export, bench, version"
+const commandNames = "serve, import, export, bench, cell, proxy, version"
 
 const usageServe = `usage: zkraft [serve] [flags]    run a member (the default command)
        zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
        zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
        zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
+       zkraft cell SUBCOMMAND    list, show, create, limits, delete or purge the fleet's cells
+       zkraft proxy [flags]      a proxy in front of members' --proxy-port (docs/proxy.md)
        zkraft version            print the version
 
 zkraft COMMAND -h prints a command's flags. The flags of serve (with

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
-	dbconfig "github.com/lni/dragonboat/v4/config"
 
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/server"
@@ -696,12 +695,12 @@ func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragon
 	if err != nil {
 		return nil, fmt.Errorf("start the replica on %s (is zkraft still running? was it started with another --raft-addr?): %w", nhc.RaftAddress, err)
 	}
-	rc := dbconfig.Config{
-		ShardID: cfg.ShardID, ReplicaID: cfg.ReplicaID,
-		CheckQuorum: true, PreVote: true,
-		ElectionRTT: cfg.ElectionRTT, HeartbeatRTT: cfg.HeartbeatRTT,
-	}
-	smCfg := raftsm.Config{Dir: filepath.Join(cfg.DataDir, "state"), Options: opts}
+	// The member's own Raft and state machine configuration (the tree
+	// rules from the command line), except that an export takes no Raft
+	// snapshot: it reads.
+	cfg.ExtendedTypes, cfg.EnforceQuota = opts.ExtendedTypes, opts.EnforceQuota
+	rc, smCfg := server.ReplicaConfig(cfg, nil)
+	rc.SnapshotEntries, rc.CompactionOverhead = 0, 0
 	// A replica that has run before keeps the membership it was started
 	// with (Dragonboat checks a non-empty map against it): a standalone
 	// store is restarted as the one member it is, an ensemble member with

@@ -110,10 +110,10 @@ async function refreshTree() {
   const crumbs = $("#crumbs");
   crumbs.replaceChildren(el("a", { href: "#tree:/" }, "/"));
   let acc = "";
-  for (const part of path.split("/").filter(Boolean)) {
+  path.split("/").filter(Boolean).forEach((part, i) => {
     acc += "/" + part;
-    crumbs.append(el("a", { href: "#tree:" + acc }, part), "/");
-  }
+    crumbs.append(i ? "/" : "", el("a", { href: "#tree:" + acc }, part));
+  });
   $("#node-path").textContent = path;
   if (kids.data.error) {
     $("#children").replaceChildren(el("li", { class: "err" }, kids.data.error));

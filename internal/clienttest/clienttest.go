@@ -179,7 +179,7 @@ func KillSession(addr string, id int64, passwd []byte) error {
 	if _, err := nc.Write(jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: 10000, SessionID: id, Passwd: passwd})); err != nil {
 		return err
 	}
-	body, err := readFrame(nc)
+	body, err := jute.ReadFrame(nc, nil, maxFrame)
 	if err != nil {
 		return err
 	}
@@ -194,7 +194,7 @@ func KillSession(addr string, id int64, passwd []byte) error {
 		return err
 	}
 	for {
-		body, err := readFrame(nc)
+		body, err := jute.ReadFrame(nc, nil, maxFrame)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil // closed after the reply, or instead of it
@@ -212,20 +212,6 @@ func KillSession(addr string, id int64, passwd []byte) error {
 			return nil
 		}
 	}
-}
-
-func readFrame(r io.Reader) ([]byte, error) {
-	var lb [4]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(lb[:])
-	if n > 16<<20 {
-		return nil, errors.New("clienttest: frame too long")
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
 }
 
 // Watchers returns, from wchp, the paths watched on tg and how many
@@ -249,3 +235,6 @@ func Watchers(t testing.TB, tg *Target) map[string]int {
 	}
 	return m
 }
+
+// maxFrame bounds a frame read from the server.
+const maxFrame = 16 << 20

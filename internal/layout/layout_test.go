@@ -60,9 +60,13 @@ var rules = []rule{
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the
 	// damaged-files work; the server calls it.
-	{pkg: "server", zk: []string{"raftsm", "znode", "session", "jute", "internal/storecheck", "console"},
+	{pkg: "proxy/wire", zk: []string{"jute"}, stdOnly: true, noSockets: true, noRaft: true,
+		why: "proxy/wire is the upstream protocol's codec, shared by the member and the proxy"},
+	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
+		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console", "proxy/wire"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
-		why: "the server stands on raftsm, znode, session and jute; cmd/zkraft wires the rest in; " +
+		why: "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in; " +
 			"it reaches the store only through raftsm (its views, figures and checks)"},
 	// The web console is pages and JSON over a Backend the server
 	// implements: it sees no server internals, no Raft and no Pebble. Its
@@ -206,7 +210,7 @@ func TestCheckRefuses(t *testing.T) {
 		{one("fleet", "sm.go", false, m+"/cmd/zkraft"), "fleet imports example.com/zk/cmd/zkraft"},
 		{one("fleet", "cluster_test.go", true, "github.com/lni/dragonboat/v4", m+"/internal/freeport"), ""},
 		{one("fleet", "cluster_test.go", true, m+"/internal/testserver"), "fleet imports example.com/zk/internal/testserver"},
-		{one("proxy", "proxy.go", false, m+"/server"), "proxy has no row in the table"},
+		{one("gateway", "gateway.go", false, m+"/server"), "gateway has no row in the table"},
 	} {
 		got := check(m, c.p)
 		switch {

@@ -327,7 +327,7 @@ func rawConn(ctx context.Context, cfg Config, rate int, replies *atomic.Int64) e
 	if _, err := nc.Write(jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: int32(cfg.RawTimeout / time.Millisecond), Passwd: make([]byte, 16)})); err != nil {
 		return err
 	}
-	body, err := readFrame(nc)
+	body, err := jute.ReadFrame(nc, nil, maxFrame)
 	if err != nil {
 		return fmt.Errorf("connect: %w", err)
 	}
@@ -372,7 +372,7 @@ func slowRead(ctx context.Context, r io.Reader, rate int, replies *atomic.Int64)
 	chunk := max(1, rate/20) // 20 reads a second
 	br := bufio.NewReaderSize(&pacedReader{ctx: ctx, r: r, chunk: chunk, every: 50 * time.Millisecond}, chunk)
 	for {
-		b, err := readFrame(br)
+		b, err := jute.ReadFrame(br, nil, maxFrame)
 		if err != nil {
 			return err
 		}
@@ -406,20 +406,6 @@ func (p *pacedReader) Read(b []byte) (int, error) {
 	return n, err
 }
 
-func readFrame(r io.Reader) ([]byte, error) {
-	var l [4]byte
-	if _, err := io.ReadFull(r, l[:]); err != nil {
-		return nil, err
-	}
-	n := binary.BigEndian.Uint32(l[:])
-	if n > 64<<20 {
-		return nil, fmt.Errorf("frame of %d bytes", n)
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
-}
-
 // outstanding asks mntr for zk_outstanding_requests.
 func outstanding(addr string) (int64, error) {
 	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
@@ -442,3 +428,6 @@ func outstanding(addr string) (int64, error) {
 	}
 	return 0, errors.New("no zk_outstanding_requests in mntr")
 }
+
+// maxFrame bounds a frame read from the server.
+const maxFrame = 64 << 20

@@ -17,10 +17,8 @@ package wire
 import (
 	"bufio"
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -204,7 +202,7 @@ func (c *Conn) connect(addr string) (*link, error) {
 			nc.Close()
 			return nil, err
 		}
-		body, err := readFrame(nc)
+		body, err := jute.ReadFrame(nc, nil, maxFrame)
 		if err != nil {
 			nc.Close()
 			return nil, err
@@ -342,7 +340,7 @@ func (c *Conn) serve(l *link) {
 	br := bufio.NewReaderSize(l.nc, 64<<10)
 	for {
 		l.nc.SetReadDeadline(time.Now().Add(timeout * 2 / 3))
-		body, err := readFrame(br)
+		body, err := jute.ReadFrame(br, nil, maxFrame)
 		if err != nil {
 			return
 		}
@@ -544,16 +542,5 @@ func (c *Conn) Close() error {
 	return nil
 }
 
-func readFrame(r io.Reader) ([]byte, error) {
-	var lb [4]byte
-	if _, err := io.ReadFull(r, lb[:]); err != nil {
-		return nil, err
-	}
-	n := int32(binary.BigEndian.Uint32(lb[:]))
-	if n < 0 || n > 64<<20 {
-		return nil, errors.New("wire: bad frame length")
-	}
-	b := make([]byte, n)
-	_, err := io.ReadFull(r, b)
-	return b, err
-}
+// maxFrame bounds a frame read from the server.
+const maxFrame = 64 << 20

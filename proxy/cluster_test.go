@@ -1,0 +1,115 @@
+package proxy_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/server"
+)
+
+// startEnsemble starts three members, each with a proxy port.
+func startEnsemble(t *testing.T) []*member {
+	t.Helper()
+	var ms []server.Member
+	for i := 1; i <= 3; i++ {
+		ms = append(ms, server.Member{ID: uint64(i), RaftAddr: freeport.Addr(t), ElectionAddr: freeport.Addr(t), ClientAddr: freeport.Addr(t)})
+	}
+	base := t.TempDir()
+	members := make([]*member, 3)
+	var wg sync.WaitGroup
+	errs := make([]error, 3)
+	for i := range members {
+		cfg := server.Config{
+			ClientAddr: ms[i].ClientAddr,
+			ProxyAddr:  freeport.Addr(t),
+			DataDir:    filepath.Join(base, fmt.Sprint(i+1)),
+			ReplicaID:  uint64(i + 1),
+			Members:    ms,
+			TickTime:   500 * time.Millisecond,
+			Admin:      server.AdminConfig{Enabled: false},
+			Logger:     logger().With("member", i+1),
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			srv, err := server.New(cfg)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			members[i] = &member{srv: srv, cfg: cfg}
+		}()
+	}
+	wg.Wait()
+	for _, m := range members {
+		if m != nil {
+			t.Cleanup(func() { m.srv.Close() })
+		}
+	}
+	for _, err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return members
+}
+
+// TestEnsembleMemberDies: a proxy in front of three members loses the
+// member it is connected to; it reconnects to another, and its client's
+// session, ephemeral and watch survive (Disconnected, then
+// SyncConnected).
+func TestEnsembleMemberDies(t *testing.T) {
+	ms := startEnsemble(t)
+	p := startProxy(t, ms...)
+	c, ev := connect(t, 10*time.Second, p.Addr().String())
+	id := c.SessionID()
+	if _, err := c.Create("/survivor", []byte("a"), zk.FlagEphemeral, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	_, _, wch, err := c.GetW("/survivor")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dead *member
+	for _, m := range ms {
+		if m.cfg.ProxyAddr == p.Upstream() {
+			dead = m
+		}
+	}
+	if dead == nil {
+		t.Fatalf("the proxy's upstream %q is none of the members", p.Upstream())
+	}
+	dead.srv.Close()
+	waitState(t, ev, zk.StateDisconnected)
+	waitState(t, ev, zk.StateHasSession)
+	if c.SessionID() != id || p.Upstream() == dead.cfg.ProxyAddr || p.Upstream() == "" {
+		t.Fatalf("after the member died: session %#x (was %#x), upstream %q (dead %q)", c.SessionID(), id, p.Upstream(), dead.cfg.ProxyAddr)
+	}
+	var other *member
+	for _, m := range ms {
+		if m != dead {
+			other = m
+		}
+	}
+	direct, _ := connect(t, 10*time.Second, other.cfg.ClientAddr)
+	if _, err := direct.Set("/survivor", []byte("b"), -1); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case e := <-wch:
+		if e.Type != zk.EventNodeDataChanged {
+			t.Fatalf("watch after the move: %+v", e)
+		}
+	case <-time.After(15 * time.Second):
+		t.Fatal("the watch set before the member died did not fire after the reconnect (setWatches)")
+	}
+	if _, st, err := direct.Exists("/survivor"); err != nil || st == nil || st.EphemeralOwner != id {
+		t.Fatalf("the ephemeral after the member died: %+v %v", st, err)
+	}
+}

@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"time"
+)
+
+// Config configures a proxy. Call Validate (New does) to apply defaults.
+type Config struct {
+	// ClientAddr is where clients connect. Default 127.0.0.1:2181.
+	ClientAddr string
+	// Members are the members' proxy ports (their --proxy-port), host:port.
+	// Required. The proxy holds one upstream connection, to one of them at
+	// a time, tried in turn from a random start.
+	Members []string
+	// Name names the proxy in members' logs. Default host name and client
+	// address.
+	Name string
+	// KeepAliveInterval is how often the proxy sends its keep-alive batch
+	// (and so how quickly it notices a silent member: three intervals, at
+	// least 3 s). Default 1s, half of ZooKeeper's default tick.
+	KeepAliveInterval time.Duration
+	// MaxClientCnxns limits client connections per IP; 0 means no limit.
+	MaxClientCnxns int
+	// MaxCnxns limits all client connections; 0 means no limit.
+	MaxCnxns int
+	// MaxBuffer is the largest frame accepted from a client
+	// (jute.maxbuffer); it must not exceed the members'. Default 0xfffff.
+	MaxBuffer int
+	// HandshakeWait is how long a client's handshake waits for an upstream
+	// connection before the proxy closes it (the client then tries its
+	// next address). Default 2s.
+	HandshakeWait time.Duration
+	// Logger receives structured logs. Default slog.Default().
+	Logger *slog.Logger
+}
+
+// Validate fills defaults and checks the config.
+func (c *Config) Validate() error {
+	if c.ClientAddr == "" {
+		c.ClientAddr = "127.0.0.1:2181"
+	}
+	if len(c.Members) == 0 {
+		return errors.New("proxy: no members (--members host:port,...: the members' proxy ports)")
+	}
+	for _, m := range c.Members {
+		if _, _, err := net.SplitHostPort(m); err != nil {
+			return fmt.Errorf("proxy: member %q: %w", m, err)
+		}
+	}
+	if c.KeepAliveInterval <= 0 {
+		c.KeepAliveInterval = time.Second
+	}
+	if c.MaxBuffer <= 0 {
+		c.MaxBuffer = 0xfffff
+	}
+	if c.HandshakeWait <= 0 {
+		c.HandshakeWait = 2 * time.Second
+	}
+	if c.MaxClientCnxns < 0 || c.MaxCnxns < 0 {
+		return errors.New("proxy: negative connection limit")
+	}
+	if c.Logger == nil {
+		c.Logger = slog.Default()
+	}
+	if c.Name == "" {
+		host, _ := os.Hostname()
+		c.Name = host + "/" + c.ClientAddr
+	}
+	return nil
+}

@@ -1,0 +1,19 @@
+// Package proxy is `zkraft proxy`: a process that speaks ZooKeeper's
+// client protocol to clients, holds no data, and forwards their sessions
+// to a member over the upstream protocol (package wire, docs/proxy.md). It
+// answers pings itself and sends one keep-alive batch per tick for all of
+// its sessions; every other request is executed by the member, in order
+// per session, with the member's own connection pipeline.
+//
+// It imports jute, session (the keep-alive set) and proxy/wire, never
+// server, raftsm, Dragonboat or Pebble: a proxy knows the cell only over
+// the network (internal/layout's test checks it).
+//
+// Its caller fills in a Config (zero values documented; New calls
+// Validate), calls New, which listens for clients and starts connecting
+// upstream, and calls Close, which closes every connection and waits for
+// every goroutine New started.
+//
+// Lock order: Proxy.mu, then upConn.mu, then client.fl, then client.out;
+// upConn.out is taken alone.
+package proxy

@@ -1,0 +1,273 @@
+package proxy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/zkraft/zkraft/proxy/wire"
+	"github.com/zkraft/zkraft/session"
+)
+
+const (
+	// backoffMin and backoffMax bound the wait between upstream attempts;
+	// each wait is jittered by ±50 % so that proxies that lost one member
+	// together do not reconnect together.
+	backoffMin = 50 * time.Millisecond
+	backoffMax = 5 * time.Second
+	// dialTimeout bounds an upstream connect and its hello.
+	dialTimeout = 3 * time.Second
+)
+
+// Proxy is one running proxy.
+type Proxy struct {
+	cfg Config
+	log *slog.Logger
+	ln  net.Listener
+
+	// alive is the set of sessions heard from since the last keep-alive.
+	alive session.KeepAlives
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+
+	// mu guards the fields below.
+	mu struct {
+		sync.Mutex
+		up      *upConn // the upstream connection, nil while there is none
+		clients map[*client]struct{}
+		perIP   map[string]int
+		closed  bool
+	}
+}
+
+// New listens for clients and starts connecting upstream. Clients that
+// connect before an upstream connection is up wait for it (HandshakeWait).
+func New(cfg Config) (*Proxy, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", cfg.ClientAddr)
+	if err != nil {
+		return nil, fmt.Errorf("proxy: listen %s: %w", cfg.ClientAddr, err)
+	}
+	p := &Proxy{cfg: cfg, log: cfg.Logger.With("proxy", cfg.Name), ln: ln}
+	p.mu.clients = map[*client]struct{}{}
+	p.mu.perIP = map[string]int{}
+	p.ctx, p.cancel = context.WithCancel(context.Background())
+	p.wg.Add(3)
+	go p.acceptLoop()
+	go p.upstreamLoop()
+	go p.keepAliveLoop()
+	p.log.Info("proxy serving", "client", ln.Addr().String(), "members", cfg.Members, "protocol", wire.Version)
+	return p, nil
+}
+
+// Addr is the client listener's address.
+func (p *Proxy) Addr() net.Addr { return p.ln.Addr() }
+
+// Close closes the listener, every client and the upstream connection, and
+// waits for every goroutine the proxy started. Sessions are not closed:
+// they are the cell's, and their clients reconnect elsewhere.
+func (p *Proxy) Close() error {
+	p.mu.Lock()
+	if p.mu.closed {
+		p.mu.Unlock()
+		return nil
+	}
+	p.mu.closed = true
+	up := p.mu.up
+	clients := make([]*client, 0, len(p.mu.clients))
+	for c := range p.mu.clients {
+		clients = append(clients, c)
+	}
+	p.mu.Unlock()
+	p.cancel()
+	err := p.ln.Close()
+	if up != nil {
+		up.close()
+	}
+	for _, c := range clients {
+		c.close()
+	}
+	p.wg.Wait()
+	return err
+}
+
+// go runs f on a goroutine that Close waits for.
+func (p *Proxy) goTracked(f func()) {
+	p.wg.Add(1)
+	go func() {
+		defer p.wg.Done()
+		f()
+	}()
+}
+
+func (p *Proxy) acceptLoop() {
+	defer p.wg.Done()
+	for {
+		nc, err := p.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			p.log.Warn("accept", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		c, ok := p.register(nc)
+		if !ok {
+			nc.Close()
+			continue
+		}
+		p.goTracked(c.serve)
+	}
+}
+
+func remoteIP(nc net.Conn) string {
+	if a, ok := nc.RemoteAddr().(*net.TCPAddr); ok {
+		return a.IP.String()
+	}
+	host, _, _ := net.SplitHostPort(nc.RemoteAddr().String())
+	return host
+}
+
+func (p *Proxy) register(nc net.Conn) (*client, bool) {
+	ip := remoteIP(nc)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.closed ||
+		(p.cfg.MaxClientCnxns > 0 && p.mu.perIP[ip] >= p.cfg.MaxClientCnxns) ||
+		(p.cfg.MaxCnxns > 0 && len(p.mu.clients) >= p.cfg.MaxCnxns) {
+		return nil, false
+	}
+	c := newClient(p, nc, ip)
+	p.mu.clients[c] = struct{}{}
+	p.mu.perIP[ip]++
+	return c, true
+}
+
+func (p *Proxy) unregister(c *client) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if _, ok := p.mu.clients[c]; !ok {
+		return
+	}
+	delete(p.mu.clients, c)
+	if p.mu.perIP[c.ip]--; p.mu.perIP[c.ip] <= 0 {
+		delete(p.mu.perIP, c.ip)
+	}
+}
+
+// upstream is the current upstream connection, waiting for one for at most
+// wait; nil if there is none.
+func (p *Proxy) upstream(wait time.Duration, done <-chan struct{}) *upConn {
+	deadline := time.Now().Add(wait)
+	for {
+		p.mu.Lock()
+		up := p.mu.up
+		p.mu.Unlock()
+		if up != nil || !time.Now().Before(deadline) {
+			return up
+		}
+		select {
+		case <-done:
+			return nil
+		case <-p.ctx.Done():
+			return nil
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
+
+// upstreamLoop keeps one upstream connection: it connects to the members
+// in turn from a random start, with jittered exponential backoff between
+// failed attempts, and when a connection ends closes its clients and
+// connects again.
+func (p *Proxy) upstreamLoop() {
+	defer p.wg.Done()
+	n := len(p.cfg.Members)
+	next := rand.IntN(n)
+	backoff := backoffMin
+	for p.ctx.Err() == nil {
+		addr := p.cfg.Members[next%n]
+		next++
+		u, err := dialUpstream(p, addr)
+		if err != nil {
+			p.log.Warn("upstream connect failed", "member", addr, "err", err, "retryIn", backoff.String())
+			wait := backoff/2 + rand.N(backoff)
+			backoff = min(2*backoff, backoffMax)
+			select {
+			case <-p.ctx.Done():
+			case <-time.After(wait):
+			}
+			continue
+		}
+		backoff = backoffMin
+		p.mu.Lock()
+		if p.mu.closed {
+			p.mu.Unlock()
+			u.close()
+			return
+		}
+		p.mu.up = u
+		p.mu.Unlock()
+		p.log.Info("upstream connected", "member", addr)
+		err = u.run()
+		p.mu.Lock()
+		p.mu.up = nil
+		p.mu.Unlock()
+		u.close()
+		if p.ctx.Err() == nil {
+			p.log.Warn("upstream lost: its clients are closed and reconnect", "member", addr, "err", err)
+		}
+	}
+}
+
+// keepAliveLoop sends, every KeepAliveInterval, one batch of the sessions
+// heard from since the last one (an empty batch too: it is the member's
+// sign that the proxy lives, and its answer the proxy's that the member
+// does).
+func (p *Proxy) keepAliveLoop() {
+	defer p.wg.Done()
+	t := time.NewTicker(p.cfg.KeepAliveInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-p.ctx.Done():
+			return
+		case <-t.C:
+		}
+		ids := p.alive.Drain()
+		p.mu.Lock()
+		up := p.mu.up
+		p.mu.Unlock()
+		if up != nil {
+			up.send(false, wire.AppendRecord(nil, wire.KindKeepAlive, 0, &wire.KeepAlive{Sessions: ids}))
+		}
+	}
+}
+
+// Clients is the number of client connections the proxy holds.
+func (p *Proxy) Clients() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.mu.clients)
+}
+
+// Upstream is the member address of the upstream connection, "" while
+// there is none.
+func (p *Proxy) Upstream() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.mu.up == nil {
+		return ""
+	}
+	return p.mu.up.addr
+}

@@ -1,0 +1,233 @@
+package proxy
+
+import (
+	"bufio"
+	"fmt"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/proxy/wire"
+)
+
+const (
+	// upstreamQueueBytes bounds the frames queued for the member before a
+	// client's reader waits for the writer.
+	upstreamQueueBytes = 8 << 20
+	// upstreamWriteTimeout closes an upstream connection that does not
+	// take what is written to it.
+	upstreamWriteTimeout = 10 * time.Second
+)
+
+// upConn is one upstream connection to a member, carrying every client's
+// channel.
+type upConn struct {
+	p    *Proxy
+	nc   net.Conn
+	addr string
+	br   *bufio.Reader
+	// idle is how long the member may stay silent: it answers every
+	// keep-alive frame.
+	idle time.Duration
+	// zxid is the highest zxid the connection carried (Progress frames,
+	// replies, notifications): a ping's answer.
+	zxid atomic.Int64
+
+	// mu guards the channel table.
+	mu struct {
+		sync.Mutex
+		chans  map[int64]*client
+		next   int64
+		closed bool
+	}
+	// out is the writer's queue, in order.
+	out struct {
+		sync.Mutex
+		cond   sync.Cond
+		frames [][]byte
+		bytes  int
+		closed bool
+	}
+	closeOnce sync.Once
+}
+
+// dialUpstream connects to a member's proxy port and says hello.
+func dialUpstream(p *Proxy, addr string) (*upConn, error) {
+	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
+	if err != nil {
+		return nil, err
+	}
+	nc.SetDeadline(time.Now().Add(dialTimeout))
+	if _, err := nc.Write(wire.AppendRecord(nil, wire.KindHello, 0, &wire.Hello{Magic: wire.Magic, Version: wire.Version, Name: p.cfg.Name})); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	br := bufio.NewReaderSize(nc, 64<<10)
+	kind, _, payload, err := wire.ReadFrame(br, wire.Overhead)
+	var zxid int64
+	if err == nil {
+		zxid, err = wire.CheckReply(kind, payload)
+	}
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	nc.SetDeadline(time.Time{})
+	u := &upConn{p: p, nc: nc, addr: addr, br: br, idle: max(3*p.cfg.KeepAliveInterval, 3*time.Second)}
+	u.zxid.Store(zxid)
+	u.mu.chans = map[int64]*client{}
+	u.out.cond.L = &u.out.Mutex
+	p.goTracked(u.writer)
+	return u, nil
+}
+
+// run reads the member's frames until the connection ends, routing each
+// to its channel's client in the order received.
+func (u *upConn) run() error {
+	max := u.p.cfg.MaxBuffer + wire.Overhead
+	for {
+		u.nc.SetReadDeadline(time.Now().Add(u.idle))
+		kind, ch, payload, err := wire.ReadFrame(u.br, max)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case wire.KindData:
+			if c := u.channel(ch); c != nil {
+				c.fromUpstream(payload)
+			}
+		case wire.KindClose:
+			if c := u.drop(ch); c != nil {
+				c.closeAfterFlush()
+			}
+		case wire.KindProgress:
+			pr := new(wire.Progress)
+			if err := jute.Unmarshal(payload, pr); err != nil {
+				return err
+			}
+			u.seen(pr.Zxid)
+		default:
+			return fmt.Errorf("proxy: member sent a %v frame", kind)
+		}
+	}
+}
+
+// seen raises zxid to z.
+func (u *upConn) seen(z int64) {
+	for {
+		cur := u.zxid.Load()
+		if z <= cur || u.zxid.CompareAndSwap(cur, z) {
+			return
+		}
+	}
+}
+
+// open gives c a channel and sends the member c's ConnectRequest, or its
+// four-letter word.
+func (u *upConn) open(c *client, connect []byte, word string) (int64, error) {
+	u.mu.Lock()
+	if u.mu.closed {
+		u.mu.Unlock()
+		return 0, net.ErrClosed
+	}
+	u.mu.next++
+	ch := u.mu.next
+	u.mu.chans[ch] = c
+	u.mu.Unlock()
+	return ch, u.send(true, wire.AppendRecord(nil, wire.KindOpen, ch, &wire.Open{ClientAddr: c.nc.RemoteAddr().String(), Connect: connect, Word: word}))
+}
+
+func (u *upConn) channel(ch int64) *client {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.mu.chans[ch]
+}
+
+// drop removes a channel and returns its client, nil if it was gone.
+func (u *upConn) drop(ch int64) *client {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	c := u.mu.chans[ch]
+	delete(u.mu.chans, ch)
+	return c
+}
+
+// closeChannel tells the member that a client went away.
+func (u *upConn) closeChannel(ch int64) {
+	if u.drop(ch) != nil {
+		u.send(false, wire.AppendFrame(nil, wire.KindClose, ch))
+	}
+}
+
+// send queues whole frames for the writer; with block it waits while the
+// queue is over its bound.
+func (u *upConn) send(block bool, frames ...[]byte) error {
+	u.out.Lock()
+	defer u.out.Unlock()
+	for block && u.out.bytes > upstreamQueueBytes && !u.out.closed {
+		u.out.cond.Wait()
+	}
+	if u.out.closed {
+		return net.ErrClosed
+	}
+	for _, f := range frames {
+		u.out.frames = append(u.out.frames, f)
+		u.out.bytes += len(f)
+	}
+	u.out.cond.Broadcast()
+	return nil
+}
+
+func (u *upConn) writer() {
+	for {
+		u.out.Lock()
+		for len(u.out.frames) == 0 && !u.out.closed {
+			u.out.cond.Wait()
+		}
+		if u.out.closed {
+			u.out.Unlock()
+			return
+		}
+		frames := u.out.frames
+		u.out.frames, u.out.bytes = nil, 0
+		u.out.cond.Broadcast()
+		u.out.Unlock()
+		u.nc.SetWriteDeadline(time.Now().Add(upstreamWriteTimeout))
+		bufs := net.Buffers(frames)
+		if _, err := bufs.WriteTo(u.nc); err != nil {
+			u.close()
+			return
+		}
+	}
+}
+
+// close ends the connection and closes every client on it: they see
+// Disconnected and reconnect (to this proxy once it has a new upstream
+// connection, or to their next address).
+func (u *upConn) close() {
+	u.closeOnce.Do(func() {
+		u.out.Lock()
+		u.out.closed = true
+		u.out.frames, u.out.bytes = nil, 0
+		u.out.cond.Broadcast()
+		u.out.Unlock()
+		u.nc.Close()
+		u.mu.Lock()
+		u.mu.closed = true
+		chans := u.mu.chans
+		u.mu.chans = nil
+		u.mu.Unlock()
+		for _, c := range chans {
+			c.close()
+		}
+	})
+}
+
+// replyHeader decodes a downstream frame's header.
+func replyHeader(body []byte) (jute.ReplyHeader, error) {
+	var h jute.ReplyHeader
+	err := jute.Unmarshal(body, &h)
+	return h, err
+}

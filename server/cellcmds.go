@@ -1,0 +1,402 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/zkraft/zkraft/fleet"
+	"github.com/zkraft/zkraft/raftsm"
+	"github.com/zkraft/zkraft/znode"
+)
+
+// The operator commands on cells, AdminServer commands of the registry
+// (commands.go) that need the super user's credentials in ZooKeeper 3.9's
+// AdminServer form (adminauth.go), a request header
+//
+//	Authorization: digest super:password
+//
+// matching Config.SuperDigest (no super digest: refused). They read
+// and change the fleet's map through the system shard, and a cell's
+// figures through this member's replica of it.
+//
+//	cells                                  list the map's cells
+//	cell_show     ?name=                   one cell: the map's record, and this member's view of it
+//	cell_create   ?name= &voters=1,2,3 [&observers=] &port= [&tls_port=] [&max_znodes= &max_data_bytes= &max_sessions= &max_watches= &max_request_rate=]
+//	cell_limits   ?name= [&max_...=]       replace a cell's limits
+//	cell_move     ?name= &voters= [&observers=]  move a cell's replicas to another placement, online
+//	cell_delete   ?name= [&force=true]     delete: refused unless the cell is empty (read here) or forced
+//	cell_purge    ?name=                   drop a deleted cell from the map (its name and ports are free again)
+//
+// The registry lists them with auth set.
+
+// adminSuper refuses a request whose Authorization header does not
+// authenticate the super user (adminAuthenticate: 401 without one or for
+// unknown credentials, 403 for another user's).
+func (s *Server) adminSuper(r *http.Request) *authRefusal {
+	ids, err := s.adminAuthenticate(r)
+	if err != nil {
+		var ar *authRefusal
+		if errors.As(err, &ar) {
+			return ar
+		}
+		return &authRefusal{http.StatusInternalServerError, authError}
+	}
+	for _, id := range ids {
+		if id.Scheme == "super" {
+			return nil
+		}
+	}
+	return errNotAuthorized
+}
+
+// cellPost answers a POST of a cell command from its form (query or
+// body), for the default cell's view.
+func cellPost(fn func(s *cellView, q url.Values) (jobj, string)) func(s *Server, r *http.Request) adminReply {
+	return func(s *Server, r *http.Request) adminReply {
+		if err := r.ParseForm(); err != nil {
+			return adminReply{status: http.StatusBadRequest, err: err.Error()}
+		}
+		fields, errText := fn(s.view(), r.Form)
+		return adminReply{fields: fields, err: errText}
+	}
+}
+
+// cellCtx bounds an operator command's waits on Raft.
+func (s *cellView) cellCtx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(s.ctx, s.cfg.ProposalTimeout+5*time.Second)
+}
+
+func cellsJSON(s *cellView, _ url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	m, err := s.fleet.readMap(ctx)
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	cells := []any{}
+	for _, c := range m.Cells() {
+		cells = append(cells, cellRecordJSON(m, c))
+	}
+	return jobj{{"version", m.Version()}, {"cells", cells}}, ""
+}
+
+func cellShowJSON(s *cellView, q url.Values) (jobj, string) {
+	name := q.Get("name")
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	m, err := s.fleet.readMap(ctx)
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	c, ok := m.Cell(name)
+	if !ok {
+		return jobj{}, fmt.Sprintf("no cell %q", name)
+	}
+	out := jobj{{"version", m.Version()}, {"cell", cellRecordJSON(m, c)}}
+	var cl *cell
+	if name == fleet.DefaultCell {
+		cl = s.Server.cell
+	} else if h := s.fleet.hostedCell(name); h != nil {
+		cl = h.c
+	}
+	if cl == nil {
+		return append(out, kv{"here", jobj{{"member", s.cfg.ReplicaID}, {"hosted", false}}}), ""
+	}
+	here := jobj{{"member", s.cfg.ReplicaID}, {"hosted", true}, {"replica", cl.replicaID}}
+	leader := cl.leaderID.Load()
+	here = append(here, kv{"leader_replica", leader}, kv{"leader_member", memberOfReplica(c, leader)})
+	nodes, eph, size := cl.treeCounts()
+	here = append(here, kv{"zxid", cl.zxid.Load()}, kv{"sessions", cl.tracker.Len()}, kv{"znodes", nodes + 1},
+		kv{"ephemerals", eph}, kv{"data_bytes", size}, kv{"watches", cl.watches.total()})
+	if name != fleet.DefaultCell {
+		_, addr, lnErr, _ := s.fleet.hostedState(name)
+		switch {
+		case addr != nil:
+			here = append(here, kv{"serving", addr.String()})
+		case lnErr != nil:
+			here = append(here, kv{"not_serving", lnErr.Error()})
+		}
+	} else {
+		here = append(here, kv{"serving", s.ln.Addr().String()})
+	}
+	return append(out, kv{"here", here}), ""
+}
+
+// memberOfReplica is the member whose replica of c has id replica (0: none).
+func memberOfReplica(c fleet.Cell, replica uint64) uint64 {
+	for _, r := range c.Replicas {
+		if r.ID == replica && replica != 0 {
+			return r.Member
+		}
+	}
+	return 0
+}
+
+func cellRecordJSON(m *fleet.Map, c fleet.Cell) jobj {
+	replicas := []any{}
+	for _, r := range c.Replicas {
+		x, _ := m.Member(r.Member)
+		replicas = append(replicas, jobj{{"member", r.Member}, {"replica", r.ID}, {"raft_addr", x.RaftAddr}, {"client_host", x.ClientHost}})
+	}
+	out := jobj{
+		{"name", c.Name}, {"shard_id", c.ShardID}, {"state", c.State.String()},
+		{"voters", uint64List(c.Placement.Voters)}, {"observers", uint64List(c.Placement.Observers)},
+		{"replicas", replicas}, {"client_port", int64(c.ClientPort)}, {"tls_port", int64(c.TLSPort)},
+		{"limits", limitsJSON(c.Limits)}, {"created", c.Created}, {"updated", c.Updated},
+	}
+	if c.State == fleet.CellMoving {
+		out = append(out, kv{"target_voters", uint64List(c.Target.Voters)}, kv{"target_observers", uint64List(c.Target.Observers)})
+	}
+	if c.State == fleet.CellDeleting {
+		out = append(out, kv{"forced", c.Deletion.Forced})
+	}
+	return out
+}
+
+func limitsJSON(l fleet.Limits) jobj {
+	return jobj{{"max_znodes", l.MaxZnodes}, {"max_data_bytes", l.MaxDataBytes}, {"max_sessions", l.MaxSessions},
+		{"max_watches", l.MaxWatches}, {"max_request_rate", l.MaxRequestRate}}
+}
+
+func uint64List(ns []uint64) []any {
+	out := make([]any, len(ns))
+	for i, n := range ns {
+		out[i] = n
+	}
+	return out
+}
+
+// parseMembers parses "1,2,3" (empty: none).
+func parseMembers(s string) ([]uint64, error) {
+	var out []uint64
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 8)
+		if err != nil {
+			return nil, fmt.Errorf("member id %q: want 1..%d", f, fleet.MaxMemberID)
+		}
+		out = append(out, n)
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// parseLimits reads the max_* parameters over base.
+func parseLimits(q url.Values, base fleet.Limits) (fleet.Limits, error) {
+	for _, x := range []struct {
+		key string
+		v   *int64
+	}{{"max_znodes", &base.MaxZnodes}, {"max_data_bytes", &base.MaxDataBytes}, {"max_sessions", &base.MaxSessions},
+		{"max_watches", &base.MaxWatches}, {"max_request_rate", &base.MaxRequestRate}} {
+		if v := q.Get(x.key); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return base, fmt.Errorf("%s=%q: not a number", x.key, v)
+			}
+			*x.v = n
+		}
+	}
+	return base, nil
+}
+
+func parsePort(q url.Values, key string) (uint16, error) {
+	v := q.Get(key)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 16)
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q: want a port", key, v)
+	}
+	return uint16(n), nil
+}
+
+// replyJSON is a command's reply from the system shard.
+func replyJSON(rep fleet.Reply, err error) (jobj, string) {
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	out := jobj{{"result", rep.Code.String()}, {"version", rep.Version}, {"changed", rep.Changed}}
+	if rep.ShardID != 0 {
+		out = append(out, kv{"shard_id", rep.ShardID})
+	}
+	if !rep.OK() {
+		return append(out, kv{"detail", rep.Detail}), rep.Code.String() + ": " + rep.Detail
+	}
+	return out, ""
+}
+
+func cellCreateJSON(s *cellView, q url.Values) (jobj, string) {
+	voters, err := parseMembers(q.Get("voters"))
+	if err != nil {
+		return jobj{}, "voters: " + err.Error()
+	}
+	observers, err := parseMembers(q.Get("observers"))
+	if err != nil {
+		return jobj{}, "observers: " + err.Error()
+	}
+	port, err := parsePort(q, "port")
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	tlsPort, err := parsePort(q, "tls_port")
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	limits, err := parseLimits(q, fleet.Limits{})
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	return replyJSON(s.fleet.propose(ctx, &fleet.CreateCell{Name: q.Get("name"), Placement: fleet.Placement{Voters: voters, Observers: observers},
+		ClientPort: port, TLSPort: tlsPort, Limits: limits}))
+}
+
+// cellFor reads the map linearizably and finds the cell name.
+func (s *cellView) cellFor(ctx context.Context, name string) (fleet.Cell, string) {
+	m, err := s.fleet.readMap(ctx)
+	if err != nil {
+		return fleet.Cell{}, err.Error()
+	}
+	c, ok := m.Cell(name)
+	if !ok {
+		return fleet.Cell{}, fmt.Sprintf("no cell %q", name)
+	}
+	return c, ""
+}
+
+func cellLimitsJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	limits, err := parseLimits(q, c.Limits)
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.SetLimits{Name: c.Name, Expect: c.Updated, Limits: limits}))
+}
+
+func cellPurgeJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.PurgeCell{Name: c.Name, Expect: c.Updated}))
+}
+
+// cellDeleteJSON deletes a cell: forced, or with an attestation that it is
+// empty read linearizably from this member's replica of it (so it must be
+// asked on a member that hosts the cell). docs/cells.md says what window
+// that leaves.
+func cellDeleteJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	cmd := &fleet.DeleteCell{Name: c.Name, Expect: c.Updated, Force: q.Get("force") == "true"}
+	if !cmd.Force {
+		var cl *cell
+		if c.Name == fleet.DefaultCell {
+			cl = s.Server.cell
+		} else if h := s.fleet.hostedCell(c.Name); h != nil {
+			cl = h.c
+		}
+		if cl == nil {
+			return jobj{}, fmt.Sprintf("cell %q has no replica on this member to read its emptiness from: ask a member that hosts it (%v), or force", c.Name, c.Members())
+		}
+		e, err := cl.emptiness()
+		if err != nil {
+			return jobj{}, "read the cell: " + err.Error()
+		}
+		cmd.Empty = &e
+	}
+	out, errText := replyJSON(s.fleet.propose(ctx, cmd))
+	if cmd.Empty != nil {
+		out = append(out, kv{"znodes", cmd.Empty.Znodes}, kv{"sessions", cmd.Empty.Sessions}, kv{"zxid", cmd.Empty.Zxid})
+	}
+	return out, errText
+}
+
+// emptiness reads the cell's znodes outside /zookeeper (the root not
+// counted) and its sessions, linearizably.
+func (c *cell) emptiness() (fleet.Emptiness, error) {
+	return readValue(c.rep, nil, linearizableRead, func(v raftsm.View) (fleet.Emptiness, error) {
+		st, err := v.TreeStats()
+		if err != nil {
+			return fleet.Emptiness{}, err
+		}
+		ss, err := v.Sessions()
+		if err != nil {
+			return fleet.Emptiness{}, err
+		}
+		// Nodes counts the root; the /zookeeper subtree (small: the
+		// quota and config nodes) is the server's own.
+		own, err := countSubtree(v.Tree(), znode.ZooKeeperPath)
+		if err != nil {
+			return fleet.Emptiness{}, err
+		}
+		znodes := st.Nodes - 1 - own
+		return fleet.Emptiness{ShardID: c.shardID, Zxid: v.Zxid(), Znodes: max(znodes, 0), Sessions: int64(len(ss))}, nil
+	})
+}
+
+// countSubtree counts path and the nodes below it (0 if it does not
+// exist), level by level.
+func countSubtree(t znode.ReadKV, path string) (int64, error) {
+	n, err := t.Get(path)
+	if err != nil || n == nil {
+		return 0, err
+	}
+	kids, err := t.Children(path)
+	if err != nil {
+		return 0, err
+	}
+	total := int64(1)
+	for _, k := range kids {
+		c, err := countSubtree(t, path+"/"+k)
+		if err != nil {
+			return 0, err
+		}
+		total += c
+	}
+	return total, nil
+}
+
+func cellMoveJSON(s *cellView, q url.Values) (jobj, string) {
+	voters, err := parseMembers(q.Get("voters"))
+	if err != nil {
+		return jobj{}, "voters: " + err.Error()
+	}
+	observers, err := parseMembers(q.Get("observers"))
+	if err != nil {
+		return jobj{}, "observers: " + err.Error()
+	}
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	if c.Name == fleet.DefaultCell {
+		// Its replicas are the ensemble's: they move by reconfig.
+		return jobj{}, "the default cell's replicas are the ensemble's members: change them with reconfig"
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.BeginMove{Name: c.Name, Expect: c.Updated, Target: fleet.Placement{Voters: voters, Observers: observers}}))
+}

@@ -1,0 +1,434 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkraft/zkraft/fleet"
+	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/raftsm"
+)
+
+// waitMap waits until the member's map satisfies ok.
+func waitMap(t *testing.T, s *Server, what string, ok func(m *fleet.Map) bool) *fleet.Map {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if m := s.fleet.latest.Load(); m != nil && ok(m) {
+			return m
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("member %d: the map never had %s", s.cfg.ReplicaID, what)
+	return nil
+}
+
+// waitServed waits until the member serves cell name on its port.
+func waitServed(t *testing.T, s *Server, name string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		if _, addr, _, ok := s.fleet.hostedState(name); ok && addr != nil && s.fleet.hostedCell(name).c.serving() {
+			return
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Fatalf("member %d never served cell %s", s.cfg.ReplicaID, name)
+}
+
+// TestStandaloneHostsCells: a standalone member runs the system shard
+// beside the default cell, imports its configuration into the map, starts
+// a created cell on its own shard and port with its own tree, sessions and
+// zxids, activates it, and finds it again after a restart; deleting it
+// stops serving and removes its replica's data.
+func TestStandaloneHostsCells(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(standaloneConfig(t, dir, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { s.Close() }()
+	m := waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	if d, _ := m.Cell(fleet.DefaultCell); d.ShardID != s.cfg.ShardID || d.ClientPort != portOfAddr(s.Addr().String()) {
+		t.Fatalf("default cell %+v", d)
+	}
+
+	port := uint16(freeport.Port(t))
+	rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "alpha", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	shard := rep.ShardID
+	waitServed(t, s, "alpha")
+	waitMap(t, s, "alpha active", func(m *fleet.Map) bool { c, _ := m.Cell("alpha"); return c.State == fleet.CellActive })
+
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	ca := connectZK(t, addr)
+	cd := connectZK(t, s.Addr().String())
+	if _, err := ca.Create("/only-alpha", []byte("a"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := cd.Exists("/only-alpha"); err != nil || ok {
+		t.Fatalf("the default cell sees alpha's node: %v %v", ok, err)
+	}
+	if _, err := cd.Create("/only-default", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	if ok, _, err := ca.Exists("/only-default"); err != nil || ok {
+		t.Fatalf("alpha sees the default cell's node: %v %v", ok, err)
+	}
+	if got := ca.SessionID() >> 56; got != 1 {
+		t.Errorf("alpha's session id %x: top byte %d, want the member id 1", ca.SessionID(), got)
+	}
+	// The four-letter words answer for the cell of their port.
+	for _, x := range []struct {
+		addr       string
+		own, other *zk.Conn
+	}{{addr, ca, cd}, {s.Addr().String(), cd, ca}} {
+		cons := fourLW(t, x.addr, "cons")
+		if own, other := fmt.Sprintf("sid=0x%x", x.own.SessionID()), fmt.Sprintf("sid=0x%x", x.other.SessionID()); !strings.Contains(cons, own) || strings.Contains(cons, other) {
+			t.Errorf("cons on %s lists %s? %v, %s? %v:\n%s", x.addr, own, strings.Contains(cons, own), other, strings.Contains(cons, other), cons)
+		}
+	}
+	if srvr := fourLW(t, addr, "srvr"); !strings.Contains(srvr, "Mode: standalone") || !strings.Contains(srvr, fmt.Sprintf("Zxid: 0x%x", zxidOf(t, ca, "/only-alpha"))) {
+		t.Errorf("srvr on alpha's port does not show its zxid:\n%s", srvr)
+	}
+	ca.Close()
+	cd.Close()
+
+	// A restart finds the cell in the map and its data in its store.
+	s.Close()
+	if s, err = New(standaloneConfig(t, dir, "")); err != nil {
+		t.Fatal(err)
+	}
+	waitServed(t, s, "alpha")
+	ca = connectZK(t, addr)
+	if data, _, err := ca.Get("/only-alpha"); err != nil || string(data) != "a" {
+		t.Fatalf("alpha after a restart: %q %v", data, err)
+	}
+	ca.Close()
+
+	// Delete (forced): the member stops serving it and removes its data.
+	m = waitMap(t, s, "alpha", func(m *fleet.Map) bool { _, ok := m.Cell("alpha"); return ok })
+	c, _ := m.Cell("alpha")
+	if rep, err := s.fleet.propose(context.Background(), &fleet.DeleteCell{Name: "alpha", Expect: c.Updated, Force: true}); err != nil || !rep.OK() {
+		t.Fatalf("delete: %v %v", rep, err)
+	}
+	store := raftsm.StoreDir(filepath.Join(dir, "state"), shard, 1)
+	deadline := time.Now().Add(30 * time.Second)
+	for s.fleet.hostedCell("alpha") != nil || dirExists(store) {
+		if time.Now().After(deadline) {
+			t.Fatalf("alpha still hosted (%v) or its store %s still there", s.fleet.hostedCell("alpha") != nil, store)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
+		nc.Close()
+		t.Fatalf("the deleted cell's port %s still accepts connections", addr)
+	}
+}
+
+// zxidOf is the mzxid of path: with nothing written since, the cell's zxid.
+func zxidOf(t *testing.T, c *zk.Conn, path string) int64 {
+	t.Helper()
+	_, st, err := c.Get(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Mzxid
+}
+
+func dirExists(dir string) bool {
+	_, err := os.Stat(dir)
+	return err == nil
+}
+
+// TestCellLimits: a cell's limits from the map hold for that cell only:
+// creates past its znodes and setData past its data bytes answer
+// QUOTAEXCEEDED, a session past its maximum is refused, a watch past its
+// maximum closes the connection; the default cell, without limits, takes
+// all of them meanwhile.
+func TestCellLimits(t *testing.T) {
+	cfg := standaloneConfig(t, t.TempDir(), "")
+	reg := prometheus.NewRegistry()
+	cfg.Metrics.Registerer = reg
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	port := uint16(freeport.Port(t))
+	// The new cell's tree holds the root and the /zookeeper nodes: 10
+	// znodes leave room for a few creates.
+	limits := fleet.Limits{MaxZnodes: 10, MaxDataBytes: 2000, MaxSessions: 2, MaxWatches: 3}
+	rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "small", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port, Limits: limits})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	waitServed(t, s, "small")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	c := connectZK(t, addr)
+	defer c.Close()
+	d := connectZK(t, s.Addr().String())
+	defer d.Close()
+
+	created := 0
+	for i := 0; i < 20; i++ {
+		_, err := c.Create(fmt.Sprintf("/n%d", i), nil, 0, zk.WorldACL(zk.PermAll))
+		if isQuotaExceeded(err) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("create %d: %v", i, err)
+		}
+		created++
+		if _, err := d.Create(fmt.Sprintf("/n%d", i), nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+			t.Fatalf("the default cell refused create %d: %v", i, err)
+		}
+	}
+	if created == 0 || created >= 20 {
+		t.Fatalf("%d creates before QUOTAEXCEEDED, want some and fewer than 20", created)
+	}
+	if _, err := d.Create("/past-small", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatalf("the default cell past small's limit: %v", err)
+	}
+	// Every cell's figures carry its name.
+	znodes := map[string]float64{}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "znode_count" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "cell" {
+					znodes[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	if len(znodes) != 2 || znodes["small"] == 0 || znodes["default"] != znodes["small"]+1 {
+		// The default cell has small's nodes and /past-small.
+		t.Errorf("znode_count by cell: %v, want default one above small", znodes)
+	}
+	// Data: setData of an existing node past 2000 bytes.
+	if _, err := c.Set("/n0", make([]byte, 3000), -1); !isQuotaExceeded(err) {
+		t.Fatalf("setData past the data limit: %v, want QUOTAEXCEEDED", err)
+	}
+	if _, err := c.Set("/n0", make([]byte, 100), -1); err != nil {
+		t.Fatalf("setData within the data limit: %v", err)
+	}
+
+	// Sessions: c is one, a second fits, a third is refused.
+	c2 := connectZK(t, addr)
+	defer c2.Close()
+	c3, ev, err := zk.Connect([]string{addr}, 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c3.Close()
+	deadline := time.After(3 * time.Second)
+	for done := false; !done; {
+		select {
+		case e := <-ev:
+			if e.State == zk.StateHasSession {
+				t.Fatalf("a third session on a cell of at most 2: %x", c3.SessionID())
+			}
+		case <-deadline:
+			done = true
+		}
+	}
+	c3.Close()
+
+	// Watches: 3 fit; the fourth watching read closes the connection.
+	for i := 0; i < 3; i++ {
+		if _, _, _, err := c.GetW(fmt.Sprintf("/n%d", i)); err != nil {
+			t.Fatalf("watch %d: %v", i, err)
+		}
+	}
+	if _, _, _, err := c2.GetW("/n0"); err == nil {
+		t.Fatal("a fourth watch on a cell of at most 3 was set")
+	}
+	for i := 0; i < 5; i++ {
+		if _, _, _, err := d.GetW(fmt.Sprintf("/n%d", i)); err != nil {
+			t.Fatalf("the default cell's watch %d: %v", i, err)
+		}
+	}
+}
+
+// isQuotaExceeded: go-zookeeper has no name for QUOTAEXCEEDED (-125).
+func isQuotaExceeded(err error) bool {
+	return err != nil && err.Error() == fmt.Sprintf("unknown error: %d", jute.ErrQuotaExceeded)
+}
+
+// fleetOf starts n members of one ensemble, each on its own loopback
+// address (the map places no two replicas of a cell on one client host),
+// and waits until the map holds all of them.
+func fleetOf(t *testing.T, n int) []*Server {
+	t.Helper()
+	net := 100 + os.Getpid()%100 + 1
+	var members []Member
+	for i := 1; i <= n; i++ {
+		ip := fmt.Sprintf("127.%d.1.%d", net, i)
+		members = append(members, Member{ID: uint64(i), RaftAddr: fmt.Sprintf("%s:%d", ip, freeport.Port(t)),
+			ClientAddr: fmt.Sprintf("%s:%d", ip, freeport.Port(t))})
+	}
+	servers := make([]*Server, n)
+	for i := range servers {
+		cfg := Config{ClientAddr: members[i].ClientAddr, DataDir: t.TempDir(), Members: members, ReplicaID: uint64(i + 1),
+			TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, uint64(i+1))}
+		s, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		servers[i] = s
+		t.Cleanup(func() { s.Close() })
+	}
+	for _, s := range servers {
+		waitMap(t, s, "every member", func(m *fleet.Map) bool { return len(m.Members()) == n })
+	}
+	return servers
+}
+
+// cellAddrs are the addresses of cell port on the given members.
+func cellAddrs(servers []*Server, port uint16, ids ...int) []string {
+	var out []string
+	for _, id := range ids {
+		host, _, _ := net.SplitHostPort(servers[id-1].cfg.ClientAddr)
+		out = append(out, net.JoinHostPort(host, fmt.Sprint(port)))
+	}
+	return out
+}
+
+// TestCellMoveWhileWriting moves a cell from members 1, 2, 3 to 2, 3, 4
+// (Dragonboat membership changes driven by the cell's leader's member)
+// while a client writes through one session: the move finishes, member 1
+// removes its replica, the client keeps its session, and every write it
+// saw acknowledged is on the new member.
+func TestCellMoveWhileWriting(t *testing.T) {
+	servers := fleetOf(t, 4)
+	port := uint16(freeport.Port(t))
+	rep, err := servers[0].fleet.propose(context.Background(), &fleet.CreateCell{Name: "mover", Placement: fleet.Placement{Voters: []uint64{1, 2, 3}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	for _, i := range []int{0, 1, 2} {
+		waitServed(t, servers[i], "mover")
+	}
+	c, ev, err := zk.Connect(cellAddrs(servers, port, 1, 2, 3, 4), 10*time.Second, zk.WithLogInfo(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	expired := make(chan struct{})
+	go func() {
+		for e := range ev {
+			if e.State == zk.StateExpired {
+				close(expired)
+				return
+			}
+		}
+	}()
+	if _, err := c.Create("/w", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	sid := c.SessionID()
+	var mu sync.Mutex
+	var acked []string
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 100000; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			p := fmt.Sprintf("/w/n%06d", i)
+			if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+				time.Sleep(20 * time.Millisecond)
+				continue
+			}
+			mu.Lock()
+			acked = append(acked, p)
+			mu.Unlock()
+		}
+	}()
+
+	m := waitMap(t, servers[0], "mover active", func(m *fleet.Map) bool { c, _ := m.Cell("mover"); return c.State == fleet.CellActive })
+	cur, _ := m.Cell("mover")
+	rep, err = servers[1].fleet.propose(context.Background(), &fleet.BeginMove{Name: "mover", Expect: cur.Updated, Target: fleet.Placement{Voters: []uint64{2, 3, 4}}})
+	if err != nil || !rep.OK() {
+		t.Fatalf("begin move: %v %v", rep, err)
+	}
+	waitMap(t, servers[0], "the move finished", func(m *fleet.Map) bool {
+		c, _ := m.Cell("mover")
+		return c.State == fleet.CellActive && slices.Equal(c.Placement.Voters, []uint64{2, 3, 4})
+	})
+	deadline := time.Now().Add(30 * time.Second)
+	for servers[0].fleet.hostedCell("mover") != nil {
+		if time.Now().After(deadline) {
+			t.Fatal("member 1 still hosts the moved cell")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A few more writes after the move, then stop.
+	mu.Lock()
+	n := len(acked)
+	mu.Unlock()
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		mu.Lock()
+		more := len(acked) - n
+		mu.Unlock()
+		if more >= 20 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("only %d writes acknowledged after the move", more)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	close(stop)
+	<-done
+	select {
+	case <-expired:
+		t.Fatal("the client's session expired during the move")
+	default:
+	}
+	if c.SessionID() != sid {
+		t.Fatalf("session %x became %x", sid, c.SessionID())
+	}
+	r := connectZK(t, cellAddrs(servers, port, 4)[0])
+	defer r.Close()
+	kids, _, err := r.Children("/w")
+	if err != nil {
+		t.Fatal(err)
+	}
+	have := map[string]bool{}
+	for _, k := range kids {
+		have["/w/"+k] = true
+	}
+	for _, p := range acked {
+		if !have[p] {
+			t.Errorf("acknowledged %s missing on the new member", p)
+		}
+	}
+	t.Logf("%d writes acknowledged across the move, all on member 4", len(acked))
+}

@@ -1,0 +1,549 @@
+package server
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/proxy/wire"
+)
+
+// The upstream listener (Config.ProxyAddr) serves zkraft proxies over the
+// upstream protocol (package wire, docs/proxy.md). Every client connection
+// a proxy forwards is a channel, and every channel is served by an
+// ordinary conn, the same pipeline as a client socket's, over a vconn: an
+// in-memory net.Conn whose bytes travel in the upstream connection's
+// frames. Nothing of the pipeline is written twice.
+
+const (
+	// upstreamHelloTimeout bounds the wait for a proxy's Hello.
+	upstreamHelloTimeout = 10 * time.Second
+	// upstreamIdle closes an upstream connection that sent nothing (a
+	// proxy sends a keep-alive frame every tick, even an empty one, and the
+	// member answers each with a Progress frame).
+	upstreamIdle = 30 * time.Second
+	// upstreamQueueBytes bounds the frames queued for a proxy before a
+	// conn's write waits for the writer.
+	upstreamQueueBytes = 8 << 20
+	// upstreamWriteTimeout closes an upstream connection whose proxy does
+	// not read: all its channels end, their clients reconnect.
+	upstreamWriteTimeout = 30 * time.Second
+	// proxyQueueBytes is what a proxy may have sent on a channel and not
+	// had answered (package proxy keeps to it); a vconn holds at most that
+	// plus one request unread before it closes the channel.
+	proxyQueueBytes = queueBytes
+)
+
+// upstreams is the server's upstream listener and its connections.
+type upstreams struct {
+	ln net.Listener
+	// keepAlives counts the proxies' keep-alive frames received.
+	keepAlives atomic.Int64
+	// mu guards conns. Lock order: upstream.mu after it, never before.
+	mu struct {
+		sync.Mutex
+		conns  map[*upstream]struct{}
+		closed bool
+	}
+}
+
+// ProxyAddr is the upstream listener's address, nil when it is off.
+func (s *Server) ProxyAddr() net.Addr {
+	if s.up.ln == nil {
+		return nil
+	}
+	return s.up.ln.Addr()
+}
+
+// startUpstream listens for proxies if Config.ProxyAddr is set.
+func (s *Server) startUpstream() error {
+	if s.cfg.ProxyAddr == "" {
+		return nil
+	}
+	ln, err := net.Listen("tcp", s.cfg.ProxyAddr)
+	if err != nil {
+		return fmt.Errorf("server: listen %s (proxy port): %w", s.cfg.ProxyAddr, err)
+	}
+	s.up.ln = ln
+	s.up.mu.conns = map[*upstream]struct{}{}
+	s.routines.start(s.upstreamAcceptLoop)
+	s.log.Info("serving proxies", "proxy", ln.Addr().String(), "protocol", wire.Version)
+	return nil
+}
+
+// stopUpstream closes the listener and every upstream connection (their
+// channels' conns are closed with the others by Close).
+func (s *Server) stopUpstream() {
+	if s.up.ln == nil {
+		return
+	}
+	s.up.ln.Close()
+	s.up.mu.Lock()
+	s.up.mu.closed = true
+	conns := make([]*upstream, 0, len(s.up.mu.conns))
+	for u := range s.up.mu.conns {
+		conns = append(conns, u)
+	}
+	s.up.mu.Unlock()
+	for _, u := range conns {
+		u.nc.Close()
+	}
+}
+
+func (s *Server) upstreamAcceptLoop() {
+	for {
+		nc, err := s.up.ln.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			s.log.Warn("accept (proxy port)", "err", err)
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		u := &upstream{srv: s, nc: nc}
+		u.mu.chans = map[int64]*vconn{}
+		u.out.cond.L = &u.out.Mutex
+		s.up.mu.Lock()
+		if s.up.mu.closed {
+			s.up.mu.Unlock()
+			nc.Close()
+			return
+		}
+		s.up.mu.conns[u] = struct{}{}
+		s.up.mu.Unlock()
+		if !s.routines.start(u.serve) {
+			u.nc.Close()
+		}
+	}
+}
+
+// upstream is one connection from a proxy.
+type upstream struct {
+	srv  *Server
+	nc   net.Conn
+	name string // the proxy's, from its Hello
+
+	// out is the queue of frames for the writer goroutine, in order.
+	out struct {
+		sync.Mutex
+		cond   sync.Cond
+		frames [][]byte
+		bytes  int
+		closed bool
+	}
+
+	// mu guards the channel table.
+	mu struct {
+		sync.Mutex
+		chans  map[int64]*vconn
+		closed bool
+	}
+}
+
+func (u *upstream) serve() {
+	br := bufio.NewReaderSize(u.nc, 32<<10)
+	err := u.hello(br)
+	if err == nil {
+		if u.srv.routines.start(u.writer) {
+			err = u.run(br)
+		} else {
+			err = net.ErrClosed
+		}
+	}
+	u.closeOut()
+	u.nc.Close()
+	u.mu.Lock()
+	u.mu.closed = true
+	chans := u.mu.chans
+	u.mu.chans = nil
+	u.mu.Unlock()
+	for _, v := range chans {
+		v.remoteClose()
+	}
+	u.srv.up.mu.Lock()
+	delete(u.srv.up.mu.conns, u)
+	u.srv.up.mu.Unlock()
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+		u.srv.log.Info("proxy connection ended", "proxy", u.name, "remote", u.nc.RemoteAddr().String(), "channels", len(chans), "err", err)
+	}
+}
+
+// hello reads the proxy's Hello and answers it, before the writer starts.
+func (u *upstream) hello(br *bufio.Reader) error {
+	max := u.srv.cfg.MaxBuffer + wire.Overhead
+	u.nc.SetReadDeadline(time.Now().Add(upstreamHelloTimeout))
+	kind, _, payload, err := wire.ReadFrame(br, max)
+	if err != nil {
+		return err
+	}
+	if kind != wire.KindHello {
+		return fmt.Errorf("%w: first frame %v", wire.ErrBadMagic, kind)
+	}
+	rep, refused := wire.Accept(payload)
+	if rep == nil {
+		return refused
+	}
+	rep.Zxid = u.srv.lastZxid()
+	h := new(wire.Hello)
+	jute.Unmarshal(payload, h)
+	u.name = h.Name
+	u.nc.SetWriteDeadline(time.Now().Add(upstreamHelloTimeout))
+	if _, err := u.nc.Write(wire.AppendRecord(nil, wire.KindHelloReply, 0, rep)); err != nil {
+		return err
+	}
+	if refused != nil {
+		u.srv.log.Warn("proxy refused", "remote", u.nc.RemoteAddr().String(), "err", refused)
+		return refused
+	}
+	u.srv.log.Info("proxy connected", "proxy", u.name, "remote", u.nc.RemoteAddr().String())
+	return nil
+}
+
+// run serves the channels' frames until the connection ends.
+func (u *upstream) run(br *bufio.Reader) error {
+	max := u.srv.cfg.MaxBuffer + wire.Overhead
+	var moved time.Time
+	for {
+		if now := time.Now(); now.Sub(moved) >= time.Second {
+			u.nc.SetReadDeadline(now.Add(upstreamIdle))
+			moved = now
+		}
+		kind, ch, payload, err := wire.ReadFrame(br, max)
+		if err != nil {
+			return err
+		}
+		switch kind {
+		case wire.KindOpen:
+			if err := u.open(ch, payload); err != nil {
+				return err
+			}
+		case wire.KindData:
+			if v := u.channel(ch); v != nil {
+				v.deliver(payload)
+			}
+		case wire.KindClose:
+			if v := u.channel(ch); v != nil {
+				u.drop(ch)
+				v.remoteClose()
+			}
+		case wire.KindKeepAlive:
+			ka := new(wire.KeepAlive)
+			if err := jute.Unmarshal(payload, ka); err != nil {
+				return err
+			}
+			u.keepAlive(ka.Sessions)
+			if err := u.send(false, wire.AppendRecord(nil, wire.KindProgress, 0, &wire.Progress{Zxid: u.srv.lastZxid()})); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("server: proxy sent a %v frame", kind)
+		}
+	}
+}
+
+// open starts a channel: a conn over a vconn, whose first bytes are the
+// client's ConnectRequest frame or its four-letter word.
+func (u *upstream) open(ch int64, payload []byte) error {
+	o := new(wire.Open)
+	if err := jute.Unmarshal(payload, o); err != nil {
+		return err
+	}
+	if ch <= 0 {
+		return fmt.Errorf("server: proxy opened channel %d", ch)
+	}
+	v := newVconn(u, ch, o.ClientAddr)
+	u.mu.Lock()
+	_, dup := u.mu.chans[ch]
+	if !dup {
+		u.mu.chans[ch] = v
+	}
+	u.mu.Unlock()
+	if dup {
+		return fmt.Errorf("server: proxy opened channel %d twice", ch)
+	}
+	if o.Word != "" {
+		v.raw = true
+		v.in = []byte(o.Word)
+	} else {
+		v.deliver(o.Connect)
+	}
+	// Proxies front the default cell (docs/proxy.md).
+	c, ok := u.srv.register(v, u.srv.cell)
+	if !ok {
+		v.Close()
+		return nil
+	}
+	if !u.srv.routines.start(c.serve) {
+		v.Close()
+		u.srv.unregister(c)
+	}
+	return nil
+}
+
+func (u *upstream) channel(ch int64) *vconn {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.mu.chans[ch]
+}
+
+// drop removes a channel; false if it was gone already.
+func (u *upstream) drop(ch int64) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, ok := u.mu.chans[ch]; !ok {
+		return false
+	}
+	delete(u.mu.chans, ch)
+	return true
+}
+
+// keepAlive records, under one lock, the sessions of a proxy's batch that
+// are attached to one of this connection's channels: the cell's session
+// loop then carries them in its next keep-alive proposal with the direct
+// clients' (one proposal per tick, however many sessions).
+func (u *upstream) keepAlive(ids []int64) {
+	cl := u.srv.cell
+	live := ids[:0:0]
+	cl.mu.Lock()
+	for _, id := range ids {
+		if cn, ok := cl.mu.owners[id]; ok {
+			if v, ok := cn.nc.(*vconn); ok && v.up == u {
+				live = append(live, id)
+			}
+		}
+	}
+	cl.mu.Unlock()
+	cl.alive.RecordAll(live)
+	u.srv.up.keepAlives.Add(1)
+}
+
+// send queues whole frames for the writer. With block it waits while the
+// queue holds more than upstreamQueueBytes (a conn's flusher: the pipeline's
+// own bounds then hold); without, it never waits (a Close frame, sent
+// from wherever a conn is closed, perhaps under a lock).
+func (u *upstream) send(block bool, frames ...[]byte) error {
+	u.out.Lock()
+	defer u.out.Unlock()
+	for block && u.out.bytes > upstreamQueueBytes && !u.out.closed {
+		u.out.cond.Wait()
+	}
+	if u.out.closed {
+		return net.ErrClosed
+	}
+	for _, f := range frames {
+		u.out.frames = append(u.out.frames, f)
+		u.out.bytes += len(f)
+	}
+	u.out.cond.Broadcast()
+	return nil
+}
+
+// writer writes the queued frames in order, as many at once as are queued.
+// A write that fails or stalls for upstreamWriteTimeout closes the
+// connection, and with it every channel.
+func (u *upstream) writer() {
+	for {
+		u.out.Lock()
+		for len(u.out.frames) == 0 && !u.out.closed {
+			u.out.cond.Wait()
+		}
+		if u.out.closed {
+			u.out.Unlock()
+			return
+		}
+		frames := u.out.frames
+		u.out.frames, u.out.bytes = nil, 0
+		u.out.cond.Broadcast()
+		u.out.Unlock()
+		u.nc.SetWriteDeadline(time.Now().Add(upstreamWriteTimeout))
+		bufs := net.Buffers(frames)
+		if _, err := bufs.WriteTo(u.nc); err != nil {
+			u.closeOut()
+			u.nc.Close() // the reader ends and closes every channel
+			return
+		}
+	}
+}
+
+func (u *upstream) closeOut() {
+	u.out.Lock()
+	u.out.closed = true
+	u.out.frames, u.out.bytes = nil, 0
+	u.out.cond.Broadcast()
+	u.out.Unlock()
+}
+
+// vconn is one channel as a net.Conn for a conn. Its reads take the Data
+// frames the proxy sent, each given the four-byte length a socket's frame
+// has; its writes go out as Data frames, one per ZooKeeper frame.
+//
+// A vconn has no read deadline: a channel's liveness is the proxy's to
+// judge (it closes the channel when its client goes quiet), and an
+// upstream connection that dies closes every channel.
+type vconn struct {
+	up     *upstream
+	ch     int64
+	remote net.Addr
+	// raw: a four-letter word's channel, whose answer is text, not frames.
+	raw bool
+
+	// mu guards the fields below; cond wakes the reader.
+	mu     sync.Mutex
+	cond   sync.Cond
+	in     []byte // received, not yet read
+	closed bool
+	eof    bool // closed by the proxy (or its connection): reads say EOF
+
+	// wmu guards part: the tail of a frame written in pieces.
+	wmu  sync.Mutex
+	part []byte
+}
+
+var _ net.Conn = (*vconn)(nil)
+
+func newVconn(u *upstream, ch int64, clientAddr string) *vconn {
+	v := &vconn{up: u, ch: ch, remote: u.nc.RemoteAddr()}
+	if ap, err := net.ResolveTCPAddr("tcp", clientAddr); err == nil && ap.IP != nil {
+		v.remote = ap
+	}
+	v.cond.L = &v.mu
+	return v
+}
+
+// deliver queues one ZooKeeper frame body for the conn to read (on a
+// four-letter word's channel, the bytes that followed the word: stmk's
+// mask). A proxy
+// that sends past the bound it must keep (proxyQueueBytes) loses the
+// channel.
+func (v *vconn) deliver(body []byte) {
+	v.mu.Lock()
+	if v.closed {
+		v.mu.Unlock()
+		return
+	}
+	if len(v.in)+len(body) > proxyQueueBytes+v.up.srv.cfg.MaxBuffer+4 {
+		v.mu.Unlock()
+		v.up.srv.log.Warn("proxy sent past its bound: channel closed", "proxy", v.up.name, "channel", v.ch)
+		v.Close()
+		return
+	}
+	if !v.raw {
+		v.in = binary.BigEndian.AppendUint32(v.in, uint32(len(body)))
+	}
+	v.in = append(v.in, body...)
+	v.cond.Signal()
+	v.mu.Unlock()
+}
+
+// remoteClose ends the channel from the proxy's side: reads say EOF once
+// drained, and no Close frame goes back.
+func (v *vconn) remoteClose() {
+	v.mu.Lock()
+	v.eof = true
+	v.closed = true
+	v.in = nil
+	v.cond.Broadcast()
+	v.mu.Unlock()
+}
+
+func (v *vconn) Read(p []byte) (int, error) {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	for len(v.in) == 0 && !v.closed {
+		v.cond.Wait()
+	}
+	if len(v.in) == 0 {
+		if v.eof {
+			return 0, io.EOF
+		}
+		return 0, net.ErrClosed
+	}
+	n := copy(p, v.in)
+	v.in = v.in[n:]
+	if len(v.in) == 0 {
+		v.in = nil
+	}
+	return n, nil
+}
+
+// Write sends the whole frames in b (and a frame completed by b), keeping
+// a frame's unfinished tail for the next Write.
+func (v *vconn) Write(b []byte) (int, error) {
+	v.mu.Lock()
+	closed := v.closed
+	v.mu.Unlock()
+	if closed {
+		return 0, net.ErrClosed
+	}
+	if v.raw {
+		if err := v.up.send(true, wire.AppendFrame(nil, wire.KindData, v.ch, b)); err != nil {
+			return 0, err
+		}
+		return len(b), nil
+	}
+	v.wmu.Lock()
+	defer v.wmu.Unlock()
+	n := len(b)
+	var frames [][]byte
+	if len(v.part) > 0 {
+		v.part = append(v.part, b...)
+		b = v.part
+		v.part = nil
+	}
+	for len(b) >= 4 {
+		size := int(binary.BigEndian.Uint32(b))
+		if len(b) < 4+size {
+			break
+		}
+		frames = append(frames, wire.AppendFrame(nil, wire.KindData, v.ch, b[4:4+size]))
+		b = b[4+size:]
+	}
+	if len(b) > 0 {
+		v.part = append([]byte(nil), b...)
+	}
+	if len(frames) > 0 {
+		if err := v.up.send(true, frames...); err != nil {
+			return 0, err
+		}
+	}
+	return n, nil
+}
+
+// Close ends the channel from the member's side and tells the proxy.
+func (v *vconn) Close() error {
+	v.mu.Lock()
+	was := v.closed
+	v.closed = true
+	v.in = nil
+	v.cond.Broadcast()
+	v.mu.Unlock()
+	if v.up.drop(v.ch) {
+		v.up.send(false, wire.AppendFrame(nil, wire.KindClose, v.ch))
+	}
+	if was {
+		return net.ErrClosed
+	}
+	return nil
+}
+
+// CloseWrite ends the channel as a whole: a four-letter word's answer is
+// written (answerAndClose), and the proxy's half-close of its client
+// follows the Close frame.
+func (v *vconn) CloseWrite() error {
+	v.Close()
+	return nil
+}
+
+func (v *vconn) LocalAddr() net.Addr                { return v.up.nc.LocalAddr() }
+func (v *vconn) RemoteAddr() net.Addr               { return v.remote }
+func (v *vconn) SetDeadline(t time.Time) error      { return nil }
+func (v *vconn) SetReadDeadline(t time.Time) error  { return nil }
+func (v *vconn) SetWriteDeadline(t time.Time) error { return nil }

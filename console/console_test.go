@@ -1,7 +1,6 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -15,7 +14,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -23,6 +21,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/internal/testlog"
 	"github.com/zkraft/zkraft/server"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -32,24 +31,6 @@ import (
 // ZKRAFT_CONSOLE_SCREENSHOTS, or to the test's temporary directory.
 
 const superPass = "super:secret"
-
-// syncBuffer is an audit log the test reads while the member writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 func startMember(t *testing.T, audit io.Writer) *server.Server {
 	t.Helper()
@@ -194,7 +175,7 @@ func hexZxid(z int64) string { return "0x" + strconv.FormatInt(z, 16) }
 // actions are refused without authentication and work, audited, for the
 // super user.
 func TestConsoleInBrowser(t *testing.T) {
-	audit := &syncBuffer{}
+	audit := &testlog.Buffer{}
 	srv := startMember(t, audit)
 	addr := srv.Addr().String()
 	base := "http://" + srv.AdminAddr().String() + "/console/"

@@ -27,7 +27,11 @@
 // its write commands (ZooKeeper 3.9's AuthRequest, ALL on "/"), carry the
 // admin's ids as a client's write would, and each is written to the audit
 // log (Backend.Audit) whether it succeeded or not. A refused action is
-// 401 or 403 with ZooKeeper's sentence, and changes nothing.
+// 401 or 403 with ZooKeeper's sentence, and changes nothing. The
+// credentials travel in the Authorization header of each request (the
+// page keeps them in sessionStorage), never in a cookie, and the console
+// answers no CORS preflight: a page of another origin cannot make a
+// signed-in browser act.
 //
 // What the caller must do: implement Backend (every method may be called
 // concurrently, from HTTP handlers) and mount Handler at the prefix it

@@ -256,140 +256,135 @@ func (a *applier) createCell(c *CreateCell) Reply {
 	return a.changed(cell.ShardID)
 }
 
-// update returns a copy of c stamped with a new version, to change and
-// put.
-func (a *applier) update(c *Cell) *Cell {
-	d := c.clone()
-	d.Updated, d.UpdatedAt = a.bump(), a.now
-	return d
-}
-
-func (a *applier) activateCell(c *ActivateCell) Reply {
-	cell, r, ok := a.cellFor(c.Name, c.Expect)
+// changeCell is every change of one existing cell: the cell name at
+// version expect, check's refusal (nil: none) of the cell as it is, then a
+// copy stamped with a new version that change edits, put as the cell.
+func (a *applier) changeCell(name string, expect int64, check func(cell *Cell) (Reply, bool), change func(d *Cell)) Reply {
+	cell, r, ok := a.cellFor(name, expect)
 	if !ok {
 		return r
 	}
-	if cell.State != CellCreating {
-		return a.refuse(CodeBadState, "cell %q is %v, not creating", c.Name, cell.State)
+	if r, ok := check(cell); !ok {
+		return r
 	}
-	d := a.update(cell)
-	d.State = CellActive
+	d := cell.clone()
+	d.Updated, d.UpdatedAt = a.bump(), a.now
+	change(d)
 	a.putCell(d, EventCellChanged)
 	return a.changed(d.ShardID)
 }
 
+// pass is a check that refuses nothing.
+func pass() (Reply, bool) { return Reply{}, true }
+
+func (a *applier) activateCell(c *ActivateCell) Reply {
+	return a.changeCell(c.Name, c.Expect, func(cell *Cell) (Reply, bool) {
+		if cell.State != CellCreating {
+			return a.refuse(CodeBadState, "cell %q is %v, not creating", c.Name, cell.State), false
+		}
+		return pass()
+	}, func(d *Cell) { d.State = CellActive })
+}
+
 func (a *applier) beginMove(c *BeginMove) Reply {
-	cell, r, ok := a.cellFor(c.Name, c.Expect)
-	if !ok {
-		return r
-	}
-	if cell.State != CellActive {
-		return a.refuse(CodeBadState, "cell %q is %v: only an active cell moves", c.Name, cell.State)
-	}
 	t := c.Target.canonical()
+	var added []uint64
+	return a.changeCell(c.Name, c.Expect, func(cell *Cell) (Reply, bool) {
+		return a.checkMove(c.Name, cell, t, &added)
+	}, func(d *Cell) {
+		d.State, d.Target = CellMoving, t
+		for _, m := range added {
+			d.Replicas = append(d.Replicas, Replica{Member: m, ID: d.NextReplica})
+			d.NextReplica++
+		}
+		slices.SortFunc(d.Replicas, func(x, y Replica) int { return cmpUint(x.Member, y.Member) })
+	})
+}
+
+// checkMove refuses a move of cell to t, and lists in *added the members
+// the move adds.
+func (a *applier) checkMove(name string, cell *Cell, t Placement, added *[]uint64) (Reply, bool) {
+	if cell.State != CellActive {
+		return a.refuse(CodeBadState, "cell %q is %v: only an active cell moves", name, cell.State), false
+	}
 	if t.Equal(cell.Placement) {
-		return a.refuse(CodeInvalidPlacement, "cell %q is already on %v", c.Name, t)
+		return a.refuse(CodeInvalidPlacement, "cell %q is already on %v", name, t), false
 	}
 	if r, ok := a.checkPlacement(t, cell); !ok {
-		return r
+		return r, false
 	}
 	for _, v := range cell.Placement.Voters {
 		if slices.Contains(t.Observers, v) {
 			// Dragonboat cannot demote a voter, and one NodeHost cannot
 			// hold two replicas of a shard: the member would need its
 			// voter removed before its observer is added.
-			return a.refuse(CodeInvalidPlacement, "member %d is a voter of %q: demote it in two moves (remove it, then add it as an observer)", v, c.Name)
+			return a.refuse(CodeInvalidPlacement, "member %d is a voter of %q: demote it in two moves (remove it, then add it as an observer)", v, name), false
 		}
 	}
-	var added []uint64
 	for _, m := range t.Members() {
 		if !cell.Hosts(m) {
-			added = append(added, m)
+			*added = append(*added, m)
 		}
 	}
-	if r, ok := a.checkPorts(c.Name, added, cell.ClientPort, cell.TLSPort); !ok {
-		return r
+	if r, ok := a.checkPorts(name, *added, cell.ClientPort, cell.TLSPort); !ok {
+		return r, false
 	}
-	d := a.update(cell)
-	d.State, d.Target = CellMoving, t
-	for _, m := range added {
-		d.Replicas = append(d.Replicas, Replica{Member: m, ID: d.NextReplica})
-		d.NextReplica++
-	}
-	slices.SortFunc(d.Replicas, func(x, y Replica) int { return cmpUint(x.Member, y.Member) })
-	a.putCell(d, EventCellChanged)
-	return a.changed(d.ShardID)
+	return pass()
 }
 
 // endMove finishes (placement := target) or aborts (target dropped) a
 // move; the replicas of members no longer placed are dropped, their ids
 // retired.
 func (a *applier) endMove(name string, expect int64, finish bool) Reply {
-	cell, r, ok := a.cellFor(name, expect)
-	if !ok {
-		return r
-	}
-	if cell.State != CellMoving {
-		return a.refuse(CodeBadState, "cell %q is %v, not moving", name, cell.State)
-	}
-	d := a.update(cell)
-	if finish {
-		d.Placement = d.Target
-	}
-	d.State, d.Target = CellActive, Placement{}
-	d.Replicas = slices.DeleteFunc(d.Replicas, func(r Replica) bool { return !d.Placement.Has(r.Member) })
-	a.putCell(d, EventCellChanged)
-	return a.changed(d.ShardID)
+	return a.changeCell(name, expect, func(cell *Cell) (Reply, bool) {
+		if cell.State != CellMoving {
+			return a.refuse(CodeBadState, "cell %q is %v, not moving", name, cell.State), false
+		}
+		return pass()
+	}, func(d *Cell) {
+		if finish {
+			d.Placement = d.Target
+		}
+		d.State, d.Target = CellActive, Placement{}
+		d.Replicas = slices.DeleteFunc(d.Replicas, func(r Replica) bool { return !d.Placement.Has(r.Member) })
+	})
 }
 
 func (a *applier) setLimits(c *SetLimits) Reply {
-	cell, r, ok := a.cellFor(c.Name, c.Expect)
-	if !ok {
-		return r
-	}
-	if cell.State == CellDeleting {
-		return a.refuse(CodeBadState, "cell %q is deleting", c.Name)
-	}
-	if r, ok := a.checkLimits(c.Limits); !ok {
-		return r
-	}
-	d := a.update(cell)
-	d.Limits = c.Limits
-	a.putCell(d, EventCellChanged)
-	return a.changed(d.ShardID)
+	return a.changeCell(c.Name, c.Expect, func(cell *Cell) (Reply, bool) {
+		if cell.State == CellDeleting {
+			return a.refuse(CodeBadState, "cell %q is deleting", c.Name), false
+		}
+		return a.checkLimits(c.Limits)
+	}, func(d *Cell) { d.Limits = c.Limits })
 }
 
 func (a *applier) deleteCell(c *DeleteCell) Reply {
-	cell, r, ok := a.cellFor(c.Name, c.Expect)
-	if !ok {
-		return r
-	}
-	switch cell.State {
-	case CellMoving:
-		return a.refuse(CodeBadState, "cell %q is moving: finish or abort the move first", c.Name)
-	case CellDeleting:
-		return a.refuse(CodeBadState, "cell %q is already deleting", c.Name)
-	}
 	var del Deletion
-	switch {
-	case c.Force:
-		del.Forced = true
-		if c.Empty != nil {
+	return a.changeCell(c.Name, c.Expect, func(cell *Cell) (Reply, bool) {
+		switch cell.State {
+		case CellMoving:
+			return a.refuse(CodeBadState, "cell %q is moving: finish or abort the move first", c.Name), false
+		case CellDeleting:
+			return a.refuse(CodeBadState, "cell %q is already deleting", c.Name), false
+		}
+		switch {
+		case c.Force:
+			del.Forced = true
+			if c.Empty != nil {
+				del.Empty = *c.Empty
+			}
+		case c.Empty == nil:
+			return a.refuse(CodeNotEmpty, "cell %q: the map cannot see its data: delete it with an attestation that it is empty (read from shard %d) or force", c.Name, cell.ShardID), false
+		case c.Empty.ShardID != cell.ShardID:
+			return a.refuse(CodeInvalid, "cell %q is shard %d; the attestation was read from shard %d", c.Name, cell.ShardID, c.Empty.ShardID), false
+		case !c.Empty.IsEmpty():
+			return a.refuse(CodeNotEmpty, "cell %q holds %d znodes and %d sessions (at zxid %#x): delete it when empty, or force", c.Name, c.Empty.Znodes, c.Empty.Sessions, c.Empty.Zxid), false
+		default:
 			del.Empty = *c.Empty
 		}
-	case c.Empty == nil:
-		return a.refuse(CodeNotEmpty, "cell %q: the map cannot see its data: delete it with an attestation that it is empty (read from shard %d) or force", c.Name, cell.ShardID)
-	case c.Empty.ShardID != cell.ShardID:
-		return a.refuse(CodeInvalid, "cell %q is shard %d; the attestation was read from shard %d", c.Name, cell.ShardID, c.Empty.ShardID)
-	case !c.Empty.IsEmpty():
-		return a.refuse(CodeNotEmpty, "cell %q holds %d znodes and %d sessions (at zxid %#x): delete it when empty, or force", c.Name, c.Empty.Znodes, c.Empty.Sessions, c.Empty.Zxid)
-	default:
-		del.Empty = *c.Empty
-	}
-	d := a.update(cell)
-	d.State, d.Deletion = CellDeleting, del
-	a.putCell(d, EventCellChanged)
-	return a.changed(d.ShardID)
+		return pass()
+	}, func(d *Cell) { d.State, d.Deletion = CellDeleting, del })
 }
 
 func (a *applier) purgeCell(c *PurgeCell) Reply {

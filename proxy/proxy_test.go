@@ -58,6 +58,12 @@ func startMember(t *testing.T, cfg *server.Config) *member {
 		}
 	}
 	srv, err := server.New(*cfg)
+	for try := 0; err != nil && strings.Contains(err.Error(), "address already in use") && try < 20; try++ {
+		// A restart on the same ports: another process may hold one for
+		// a moment.
+		time.Sleep(250 * time.Millisecond)
+		srv, err = server.New(*cfg)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,5 +391,63 @@ func TestHelloRefused(t *testing.T) {
 	// The member still serves.
 	if out := fourLetter(t, m.cfg.ClientAddr, "ruok"); out != "imok" {
 		t.Fatalf("ruok after the bad hellos: %q", out)
+	}
+}
+
+// TestUpstreamHostile: after a good hello, frames a proxy must not send
+// close the upstream connection (never the member), and data for a
+// channel that is not open is dropped.
+func TestUpstreamHostile(t *testing.T) {
+	m := startMember(t, nil)
+	hello := wire.AppendRecord(nil, wire.KindHello, 0, &wire.Hello{Magic: wire.Magic, Version: wire.Version, Name: "hostile"})
+	connectBody := jute.Marshal(&jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)})
+	open := wire.AppendRecord(nil, wire.KindOpen, 1, &wire.Open{ClientAddr: "127.0.0.1:9", Connect: connectBody})
+	for name, after := range map[string][]byte{
+		"unknown kind":       wire.AppendFrame(nil, wire.Kind(99), 0),
+		"a second hello":     hello,
+		"open on channel 0":  wire.AppendRecord(nil, wire.KindOpen, 0, &wire.Open{ClientAddr: "x:1", Word: "ruok"}),
+		"open twice":         append(append([]byte(nil), open...), open...),
+		"short keep-alive":   wire.AppendFrame(nil, wire.KindKeepAlive, 0, []byte{0, 0, 1, 0}),
+		"undecodable open":   wire.AppendFrame(nil, wire.KindOpen, 5, []byte{1, 2, 3}),
+		"frame beyond bound": {0x7f, 0xff, 0xff, 0xff},
+	} {
+		nc, err := net.Dial("tcp", m.cfg.ProxyAddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.SetDeadline(time.Now().Add(20 * time.Second))
+		nc.Write(hello)
+		br := bufio.NewReader(nc)
+		if k, _, p, err := wire.ReadFrame(br, 1<<10); err != nil {
+			t.Fatalf("%s: hello: %v", name, err)
+		} else if _, err := wire.CheckReply(k, p); err != nil {
+			t.Fatalf("%s: hello: %v", name, err)
+		}
+		// Data for no channel is dropped, and a keep-alive is answered.
+		nc.Write(wire.AppendFrame(nil, wire.KindData, 42, []byte("nobody")))
+		nc.Write(wire.AppendRecord(nil, wire.KindKeepAlive, 0, &wire.KeepAlive{Sessions: []int64{12345}}))
+		if k, _, _, err := wire.ReadFrame(br, 1<<10); err != nil || k != wire.KindProgress {
+			t.Fatalf("%s: keep-alive answered %v, %v; want progress", name, k, err)
+		}
+		nc.Write(after)
+		// The connection ends (after "open twice", once the first open's
+		// ConnectResponse came).
+		var err2 error
+		for err2 == nil {
+			_, _, _, err2 = wire.ReadFrame(br, 1<<20)
+		}
+		if errors.Is(err2, os.ErrDeadlineExceeded) {
+			t.Errorf("%s: the member kept the connection", name)
+		}
+		nc.Close()
+	}
+	if out := fourLetter(t, m.cfg.ClientAddr, "ruok"); out != "imok" {
+		t.Fatalf("ruok after the hostile proxies: %q", out)
+	}
+	// And a proxy still works.
+	p := startProxy(t, m)
+	c, _ := connect(t, 4*time.Second, p.Addr().String())
+	if _, err := c.Create("/after-hostile", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -153,8 +153,18 @@ func (a *applier) request(c *Command) (*Reply, error) {
 			return &Reply{Err: jute.ErrSessionMoved, Zxid: zxid}, nil
 		}
 	}
-	ov := znode.NewOverlay(a.kv)
-	tx := &znode.Txn{KV: ov, Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts}
+	// A single op's writes wait in an overlay, dropped if it fails after
+	// its first write. A multi needs none of its own: Txn.Multi keeps its
+	// ops' writes in an overlay it commits only when every op succeeded
+	// (a second one under it only doubled each read's lookups and
+	// copied the writes once more, in the same order).
+	var ov *znode.Overlay
+	kv := znode.KV(a.kv)
+	if c.Op != jute.OpMulti {
+		ov = znode.NewOverlay(a.kv)
+		kv = ov
+	}
+	tx := &znode.Txn{KV: kv, Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts}
 	var resp jute.Record
 	var err error
 	if c.Op == jute.OpMulti {
@@ -180,15 +190,13 @@ func (a *applier) request(c *Command) (*Reply, error) {
 		}
 		return nil, err
 	}
-	if err := ov.Commit(); err != nil {
-		return nil, err
+	if ov != nil {
+		if err := ov.Commit(); err != nil {
+			return nil, err
+		}
 	}
 	a.triggers(zxid, tx.Triggers)
-	r := &Reply{Zxid: zxid}
-	if resp != nil {
-		r.Body = marshal(resp)
-	}
-	return r, nil
+	return &Reply{Zxid: zxid, resp: resp}, nil
 }
 
 func (a *applier) createSession(c *Command) (*Reply, error) {

@@ -1,6 +1,7 @@
 package raftsm
 
 import (
+	"encoding/binary"
 	"fmt"
 
 	"github.com/zkraft/zkraft/jute"
@@ -164,8 +165,23 @@ func (c *Command) Decode(r *jute.Reader) {
 
 var _ jute.Record = (*Command)(nil)
 
-// EncodeCommand returns the bytes to propose for c.
-func EncodeCommand(c *Command) []byte { return jute.Marshal(c) }
+// EncodeCommand returns the bytes to propose for c, in one buffer of
+// their size (a write's request body, usually most of it, is copied once
+// rather than into a buffer grown from 64 bytes).
+func EncodeCommand(c *Command) []byte {
+	size := commandFixedBytes + len(c.Body) + 8*(len(c.Sessions)+len(c.Seen))
+	for _, id := range c.Auth {
+		size += 8 + len(id.Scheme) + len(id.ID)
+	}
+	w := jute.NewWriter(size)
+	c.Encode(w)
+	return w.Bytes()
+}
+
+// commandFixedBytes is the size of a Command's encoding without its
+// variable parts: version, kind, session, time, op, the Auth count,
+// timeout, the Sessions count, the Body length, owner and the Seen count.
+const commandFixedBytes = 4 + 4 + 8 + 8 + 4 + 4 + 4 + 4 + 4 + 8 + 4
 
 // DecodeCommand decodes a proposed command.
 func DecodeCommand(b []byte) (*Command, error) {
@@ -186,13 +202,37 @@ type Reply struct {
 	Err  jute.ErrCode
 	Zxid int64
 	Body []byte
+	// resp, when set, is the response record that Encode writes as Body
+	// (Body is then nil): Update encodes a reply once, not the record and
+	// then a copy of it.
+	resp jute.Record
 }
 
 func (p *Reply) Encode(w *jute.Writer) {
 	w.Int(int32(p.Err))
 	w.Long(p.Zxid)
-	w.Buffer(p.Body)
+	if p.resp == nil {
+		w.Buffer(p.Body)
+		return
+	}
+	// The record in place of the buffer's bytes, its length written
+	// after it: what w.Buffer(jute.Marshal(p.resp)) writes.
+	at := w.Len()
+	w.Int(0)
+	p.resp.Encode(w)
+	binary.BigEndian.PutUint32(w.Bytes()[at:], uint32(w.Len()-at-4))
 }
+
+// encodeReply is a reply's bytes as Update returns them in Result.Data.
+func encodeReply(r *Reply) []byte {
+	w := jute.NewWriter(replyBytesHint)
+	r.Encode(w)
+	return w.Bytes()
+}
+
+// replyBytesHint is the buffer encodeReply starts with: the header and a
+// Stat (setData, multi of one op) fit.
+const replyBytesHint = 128
 
 func (p *Reply) Decode(r *jute.Reader) {
 	p.Err = jute.ErrCode(r.Int())

@@ -334,7 +334,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		if err != nil {
 			return nil, fmt.Errorf("raftsm: entry %d (%s): %w", e.Index, cmd.Kind, err)
 		}
-		e.Result = sm.Result{Value: uint64(reply.Zxid), Data: marshal(reply)}
+		e.Result = sm.Result{Value: uint64(reply.Zxid), Data: encodeReply(reply)}
 		a.digests = append(a.digests, indexDigest{e.Index, a.digest})
 		if cmd.Time > now {
 			now = cmd.Time

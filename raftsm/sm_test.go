@@ -1,6 +1,7 @@
 package raftsm
 
 import (
+	"bytes"
 	"errors"
 	"reflect"
 	"testing"
@@ -389,8 +390,15 @@ func TestCommandRoundTrip(t *testing.T) {
 		{Kind: KindCreateSession, Session: 7, Timeout: 30000, Auth: []jute.ID{}, Sessions: []int64{}},
 		{Kind: KindExpireSessions, Sessions: []int64{1, 2, -3}, Auth: []jute.ID{}},
 		{Kind: KindKeepAlive, Sessions: []int64{}, Auth: []jute.ID{}, Body: []byte{}},
+		{Kind: KindExpireSessions, Sessions: []int64{4, 5}, Seen: []int64{9, 10}, Auth: []jute.ID{}, Owner: 1 << 50},
 	} {
-		got, err := DecodeCommand(EncodeCommand(c))
+		b := EncodeCommand(c)
+		if len(b) != cap(b) || !bytes.Equal(b, jute.Marshal(c)) {
+			// EncodeCommand sizes its buffer exactly, and writes what
+			// Encode writes.
+			t.Errorf("%s: EncodeCommand wrote %d bytes in a buffer of %d, or not what Marshal writes", c.Kind, len(b), cap(b))
+		}
+		got, err := DecodeCommand(b)
 		if err != nil {
 			t.Fatalf("DecodeCommand(%v): %v", c.Kind, err)
 		}

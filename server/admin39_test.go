@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -303,4 +304,38 @@ func TestShedConnectionsPerListener(t *testing.T) {
 func isTimeout(err error) bool {
 	var ne net.Error
 	return errors.As(err, &ne) && ne.Timeout()
+}
+
+// TestSnapshotRefusals: ZooKeeper 3.9's SnapshotCommand refusals: 503
+// with admin.snapshot.enabled=false, 500 when the snapshot cannot be
+// written, each after the AuthRequest passed (cmd/zkraft's
+// TestAdminSnapshotStream streams one and loads it into ZooKeeper).
+func TestSnapshotRefusals(t *testing.T) {
+	const superPass = "super:secret"
+	for _, c := range []struct {
+		name     string
+		disabled bool
+		want     int
+	}{
+		{"disabled", true, http.StatusServiceUnavailable},
+		{"no writer", false, http.StatusInternalServerError},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := startStandalone(t, func(cfg *Config) {
+				cfg.Admin = AdminConfig{Enabled: true, Addr: "127.0.0.1:0", SnapshotDisabled: c.disabled}
+				cfg.SuperDigest = znode.DigestID(superPass)
+			})
+			url := "http://" + s.AdminAddr().String() + "/commands/snapshot"
+			if code, _, _ := adminDo(t, http.MethodGet, url, "", ""); code != http.StatusUnauthorized {
+				t.Errorf("without Authorization: %d, want 401", code)
+			}
+			code, hdr, body := adminDo(t, http.MethodGet, url, "digest "+superPass, "")
+			if code != c.want || hdr.Get("Content-Type") != "application/json" || !strings.Contains(body, `"command" : "snapshot"`) {
+				t.Errorf("%d %v %q, want %d and the command's JSON", code, hdr, body, c.want)
+			}
+			if matches, _ := filepath.Glob(filepath.Join(s.cfg.DataDir, "snapshots", "*")); len(matches) != 0 {
+				t.Errorf("files left: %v", matches)
+			}
+		})
+	}
 }

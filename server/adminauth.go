@@ -118,7 +118,8 @@ func (s *Server) adminAuthorize(r *http.Request, perm int32, path string) ([]jut
 	return ids, nil
 }
 
-// superAuth reads everything, for the server's own bookkeeping.
+// superAuth reads everything, for the server's own bookkeeping (the
+// AdminServer's authorization and the console read ACLs with it).
 var superAuth = []jute.ID{{Scheme: "super", ID: "zkraft"}}
 
 // consoleACL reads a znode's ACL with the server's own rights, on the

@@ -344,7 +344,26 @@ func (c *cell) sessionLoop(ctx context.Context) {
 // interval, it proposes the deletion of empty containers that have had a
 // child and of expired TTL nodes (op deleteContainer, session 0).
 func (c *cell) sweepLoop(ctx context.Context) {
-	t := time.NewTicker(c.srv.cfg.ContainerCheckInterval)
+	c.onLeaderEvery(ctx, c.srv.cfg.ContainerCheckInterval, func() {
+		now := time.Now().UnixMilli()
+		paths, err := readValue(c.rep, nil, localRead, func(v raftsm.View) ([]string, error) {
+			return v.SweepCandidates(now, maxSweepPerInterval)
+		})
+		if err != nil {
+			c.log.Warn("container sweep", "err", err)
+			return
+		}
+		for _, p := range paths {
+			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindRequest, Op: jute.OpDeleteContainer, Time: now,
+				Body: jute.Marshal(&jute.DeleteContainerRequest{Path: p})})
+		}
+	})
+}
+
+// onLeaderEvery runs fn every interval while this member leads the shard,
+// until ctx is done.
+func (c *cell) onLeaderEvery(ctx context.Context, interval time.Duration, fn func()) {
+	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
@@ -352,20 +371,8 @@ func (c *cell) sweepLoop(ctx context.Context) {
 			return
 		case <-t.C:
 		}
-		if !c.leader.Load() {
-			continue
-		}
-		now := time.Now().UnixMilli()
-		paths, err := readValue(c.rep, nil, localRead, func(v raftsm.View) ([]string, error) {
-			return v.SweepCandidates(now, maxSweepPerInterval)
-		})
-		if err != nil {
-			c.log.Warn("container sweep", "err", err)
-			continue
-		}
-		for _, p := range paths {
-			c.proposeAsync(&raftsm.Command{Kind: raftsm.KindRequest, Op: jute.OpDeleteContainer, Time: now,
-				Body: jute.Marshal(&jute.DeleteContainerRequest{Path: p})})
+		if c.leader.Load() {
+			fn()
 		}
 	}
 }
@@ -409,26 +416,16 @@ func (c *cell) checkImportLoop(ctx context.Context) {
 // entry it applied (raftsm.KindCheckDigest); a replica whose digest after
 // that entry differs stops instead of serving a different tree.
 func (c *cell) digestLoop(ctx context.Context) {
-	t := time.NewTicker(c.srv.cfg.DigestCheckInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !c.leader.Load() {
-			continue
-		}
+	c.onLeaderEvery(ctx, c.srv.cfg.DigestCheckInterval, func() {
 		type at struct{ index, digest uint64 }
 		a, err := readValue(c.rep, nil, localRead, func(v raftsm.View) (at, error) {
 			return at{v.Applied(), v.Digest()}, nil
 		})
 		if err != nil {
-			continue
+			return
 		}
 		c.proposeAsync(&raftsm.Command{Kind: raftsm.KindCheckDigest, Body: raftsm.DigestCheck(a.index, a.digest), Time: time.Now().UnixMilli()})
-	}
+	})
 }
 
 // maxSweepPerInterval bounds the deletions one sweep proposes.

@@ -170,7 +170,38 @@ func (b consoleBackend) Gather() ([]*dto.MetricFamily, error) {
 	if b.s.metrics == nil || b.s.metrics.gatherer == nil {
 		return nil, errors.New("no Prometheus gatherer (server.Config.Metrics.Gatherer)")
 	}
-	return b.s.metrics.gatherer.Gather()
+	// The console shows the default cell (the AdminServer's): of the
+	// series a cell label tells apart only that cell's are kept, without
+	// the label.
+	mfs, err := b.s.metrics.gatherer.Gather()
+	if err != nil {
+		return nil, err
+	}
+	for _, mf := range mfs {
+		kept := mf.Metric[:0]
+		for _, m := range mf.Metric {
+			if keepCell(m, b.s.cell.name) {
+				kept = append(kept, m)
+			}
+		}
+		mf.Metric = kept
+	}
+	return mfs, nil
+}
+
+// keepCell reports whether m is a member-wide series or the named cell's,
+// and drops its cell label.
+func keepCell(m *dto.Metric, cell string) bool {
+	for i, l := range m.Label {
+		if l.GetName() == "cell" {
+			if l.GetValue() != cell {
+				return false
+			}
+			m.Label = append(m.Label[:i:i], m.Label[i+1:]...)
+			return true
+		}
+	}
+	return true
 }
 
 // write proposes a client's write with the admin's ids and no session.

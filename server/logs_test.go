@@ -1,36 +1,18 @@
 package server
 
 import (
-	"bytes"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
+
+	"github.com/zkraft/zkraft/internal/testlog"
 )
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // TestLifecycleLogs: one structured line per session event and per leader
 // change, at the configured level.
 func TestLifecycleLogs(t *testing.T) {
-	var buf syncBuffer
+	var buf testlog.Buffer
 	s := startStandalone(t, func(c *Config) {
 		c.Logger = slog.New(slog.NewTextHandler(&buf, &slog.HandlerOptions{Level: slog.LevelInfo}))
 		c.MinSessionTimeout = 400 * time.Millisecond

@@ -20,21 +20,11 @@ func (c *cell) membershipLoop(ctx context.Context) {
 	if c.srv.standalone() {
 		return
 	}
-	t := time.NewTicker(time.Second)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if !c.leader.Load() {
-			continue
-		}
+	c.onLeaderEvery(ctx, time.Second, func() {
 		if err := c.reconcileMembers(ctx); err != nil {
 			c.srv.log.Warn("membership", "shard", c.shardID, "err", err)
 		}
-	}
+	})
 }
 
 // reconcileMembers seeds /zookeeper/config from the configured members

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -73,7 +74,10 @@ func (s *Server) startUpstream() error {
 	}
 	s.up.ln = ln
 	s.up.mu.conns = map[*upstream]struct{}{}
-	s.routines.start(s.upstreamAcceptLoop)
+	if !s.routines.start(s.upstreamAcceptLoop) {
+		ln.Close()
+		return nil
+	}
 	s.log.Info("serving proxies", "proxy", ln.Addr().String(), "protocol", wire.Version)
 	return nil
 }
@@ -120,7 +124,10 @@ func (s *Server) upstreamAcceptLoop() {
 		s.up.mu.conns[u] = struct{}{}
 		s.up.mu.Unlock()
 		if !s.routines.start(u.serve) {
-			u.nc.Close()
+			nc.Close()
+			s.up.mu.Lock()
+			delete(s.up.mu.conns, u)
+			s.up.mu.Unlock()
 		}
 	}
 }
@@ -411,8 +418,10 @@ var _ net.Conn = (*vconn)(nil)
 
 func newVconn(u *upstream, ch int64, clientAddr string) *vconn {
 	v := &vconn{up: u, ch: ch, remote: u.nc.RemoteAddr()}
-	if ap, err := net.ResolveTCPAddr("tcp", clientAddr); err == nil && ap.IP != nil {
-		v.remote = ap
+	// An address, never a name to look up: a lookup would hold the
+	// connection's reader.
+	if ap, err := netip.ParseAddrPort(clientAddr); err == nil {
+		v.remote = net.TCPAddrFromAddrPort(ap)
 	}
 	v.cond.L = &v.mu
 	return v

@@ -1,6 +1,7 @@
 package znode
 
 import (
+	"slices"
 	"sort"
 	"strings"
 )
@@ -20,9 +21,11 @@ type ephKey struct {
 
 var _ KV = (*Overlay)(nil)
 
-// NewOverlay returns an empty overlay on base.
+// NewOverlay returns an empty overlay on base. The ephemeral index map is
+// made by the first SetEphemeral: most transactions never touch it, and
+// the overlay is made for every write.
 func NewOverlay(base KV) *Overlay {
-	return &Overlay{base: base, nodes: map[string]*Node{}, eph: map[ephKey]bool{}}
+	return &Overlay{base: base, nodes: map[string]*Node{}}
 }
 
 func (o *Overlay) Get(path string) (*Node, error) {
@@ -69,6 +72,9 @@ func (o *Overlay) Children(path string) ([]string, error) {
 }
 
 func (o *Overlay) SetEphemeral(owner int64, path string, present bool) error {
+	if o.eph == nil {
+		o.eph = map[ephKey]bool{}
+	}
 	o.eph[ephKey{owner, path}] = present
 	return nil
 }
@@ -104,7 +110,7 @@ func (o *Overlay) Commit() error {
 	for p := range o.nodes {
 		paths = append(paths, p)
 	}
-	sort.Strings(paths)
+	slices.Sort(paths)
 	for _, p := range paths {
 		var err error
 		if n := o.nodes[p]; n != nil {
@@ -116,22 +122,26 @@ func (o *Overlay) Commit() error {
 			return err
 		}
 	}
-	keys := make([]ephKey, 0, len(o.eph))
-	for k := range o.eph {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].owner != keys[j].owner {
-			return keys[i].owner < keys[j].owner
+	if len(o.eph) > 0 {
+		keys := make([]ephKey, 0, len(o.eph))
+		for k := range o.eph {
+			keys = append(keys, k)
 		}
-		return strings.Compare(keys[i].path, keys[j].path) < 0
-	})
-	for _, k := range keys {
-		if err := o.base.SetEphemeral(k.owner, k.path, o.eph[k]); err != nil {
-			return err
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].owner != keys[j].owner {
+				return keys[i].owner < keys[j].owner
+			}
+			return strings.Compare(keys[i].path, keys[j].path) < 0
+		})
+		for _, k := range keys {
+			if err := o.base.SetEphemeral(k.owner, k.path, o.eph[k]); err != nil {
+				return err
+			}
 		}
 	}
-	o.nodes = map[string]*Node{}
-	o.eph = map[ephKey]bool{}
+	// Emptied in place: the maps are not made again for an overlay that
+	// is usually dropped now.
+	clear(o.nodes)
+	clear(o.eph)
 	return nil
 }

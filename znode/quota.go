@@ -88,9 +88,18 @@ func (s StatsTrack) String() string {
 // quotaPrefix returns the deepest path at or above path that has a quota,
 // or "" when none does (a quota on "/" is not kept, as in ZooKeeper).
 func (tx *Txn) quotaPrefix(path string) (string, error) {
+	if tx.noQuotas {
+		return "", nil
+	}
 	q, err := tx.KV.Get(QuotaPath)
-	if err != nil || q == nil || q.NumChildren == 0 {
+	if err != nil {
 		return "", err
+	}
+	if q == nil || q.NumChildren == 0 {
+		// Only a create under QuotaPath changes that (Create clears it):
+		// the ops after this one in a multi need not read it again.
+		tx.noQuotas = true
+		return "", nil
 	}
 	for p := path; p != "/" && p != ""; {
 		n, err := tx.KV.Get(QuotaPath + p + "/" + quotaLimitNode)

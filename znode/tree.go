@@ -3,6 +3,7 @@ package znode
 import (
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/zkraft/zkraft/jute"
 )
@@ -66,6 +67,9 @@ type Txn struct {
 	Auth     []jute.ID
 	Options  Options
 	Triggers []Trigger
+	// noQuotas: this transaction saw QuotaPath without children and has
+	// created nothing under it since (quotaPrefix).
+	noQuotas bool
 }
 
 func (tx *Txn) trigger(t jute.EventType, path string, acl []jute.ACL) {
@@ -209,6 +213,9 @@ func (tx *Txn) Create(path string, data []byte, acl []jute.ACL, flags int32, ttl
 	}
 	if err := tx.KV.Put(path, n); err != nil {
 		return "", nil, err
+	}
+	if strings.HasPrefix(path, QuotaPath+"/") {
+		tx.noQuotas = false
 	}
 	if ephemeral {
 		if err := tx.KV.SetEphemeral(owner, path, true); err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,43 +20,22 @@ import (
 
 // changes collects what a cache reports.
 type changes struct {
-	mu   sync.Mutex
-	list []cache.Change
-	ch   chan struct{}
+	clienttest.Recorder[cache.Change]
 }
 
-func newChanges() *changes { return &changes{ch: make(chan struct{}, 1)} }
+func newChanges() *changes { return &changes{} }
 
-func (c *changes) on(ch cache.Change) {
-	c.mu.Lock()
-	c.list = append(c.list, ch)
-	c.mu.Unlock()
-	select {
-	case c.ch <- struct{}{}:
-	default:
-	}
-}
-
-func (c *changes) all() []cache.Change {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return append([]cache.Change(nil), c.list...)
-}
+func (c *changes) on(ch cache.Change)  { c.On(ch) }
+func (c *changes) all() []cache.Change { return c.All() }
 
 // waitFor waits until ok holds for what was reported.
 func (c *changes) waitFor(t *testing.T, limit time.Duration, what string, ok func([]cache.Change) bool) []cache.Change {
 	t.Helper()
-	deadline := time.After(limit)
-	for {
-		if l := c.all(); ok(l) {
-			return l
-		}
-		select {
-		case <-c.ch:
-		case <-deadline:
-			t.Fatalf("after %v, %s: %d changes: %v", limit, what, len(c.all()), summary(c.all()))
-		}
+	l, done := c.WaitUntil(limit, ok)
+	if !done {
+		t.Fatalf("after %v, %s: %d changes: %v", limit, what, len(l), summary(l))
 	}
+	return l
 }
 
 func summary(cs []cache.Change) string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,44 +16,23 @@ import (
 
 // recorder keeps every event a Session reports.
 type recorder struct {
-	mu     sync.Mutex
-	events []session.Event
-	ch     chan struct{}
+	clienttest.Recorder[session.Event]
 }
 
-func newRecorder() *recorder { return &recorder{ch: make(chan struct{}, 1)} }
+func newRecorder() *recorder { return &recorder{} }
 
-func (r *recorder) on(e session.Event) {
-	r.mu.Lock()
-	r.events = append(r.events, e)
-	r.mu.Unlock()
-	select {
-	case r.ch <- struct{}{}:
-	default:
-	}
-}
-
-func (r *recorder) all() []session.Event {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]session.Event(nil), r.events...)
-}
+func (r *recorder) on(e session.Event)   { r.On(e) }
+func (r *recorder) all() []session.Event { return r.All() }
 
 // wait waits until the n-th event (1-based) has been reported, then
 // returns it; it fails the test after limit.
 func (r *recorder) wait(t *testing.T, n int, limit time.Duration) session.Event {
 	t.Helper()
-	deadline := time.After(limit)
-	for {
-		if ev := r.all(); len(ev) >= n {
-			return ev[n-1]
-		}
-		select {
-		case <-r.ch:
-		case <-deadline:
-			t.Fatalf("after %v: events %v, waiting for the %d-th", limit, r.all(), n)
-		}
+	ev, ok := r.WaitUntil(limit, func(ev []session.Event) bool { return len(ev) >= n })
+	if !ok {
+		t.Fatalf("after %v: events %v, waiting for the %d-th", limit, ev, n)
 	}
+	return ev[n-1]
 }
 
 func states(evs []session.Event) string {

@@ -4,7 +4,9 @@
 // to the members, then through -proxies proxies, and prints for each the
 // leader's CPU over an idle window (its keep-alive cost), the resident
 // memory per idle session (members for direct sessions, proxies for
-// proxied ones) and the sessions lost. It asserts nothing. Bounded: at most
+// proxied ones); then it kills one proxy and counts the sessions lost and
+// those that reconnected elsewhere with their id and password. It asserts
+// nothing. Bounded: at most
 // -sessions sessions (a load process and a proxy each hold under the
 // open-file limit), every phase has a deadline.
 //
@@ -47,6 +49,7 @@ func main() {
 	idle := flag.Duration("idle", 20*time.Second, "the idle window measured in each phase")
 	timeout := flag.Duration("session-timeout", 10*time.Second, "the sessions' timeout")
 	bin := flag.String("zkraft", "", "zkraft binary (default: built into the work directory)")
+	proxiedFirst := flag.Bool("proxied-first", false, "measure through the proxies first (a member's memory, once grown, stays: alternate the order)")
 	flag.Parse()
 	if *load {
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout)
@@ -55,7 +58,7 @@ func main() {
 	if *sessions/max(*loaders, 1) > 15000 || *sessions/max(*proxies, 1) > 15000 {
 		log.Fatal("proxyscale: keep each load process and each proxy under 15,000 sessions (the open-file limit is about 20,000)")
 	}
-	if err := run(*sessions, *proxies, *loaders, *idle, *timeout, *bin); err != nil {
+	if err := run(*sessions, *proxies, *loaders, *idle, *timeout, *bin, *proxiedFirst); err != nil {
 		log.Fatal(err)
 	}
 }
@@ -158,7 +161,7 @@ type member struct {
 	client, proxy string
 }
 
-func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string) error {
+func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string, proxiedFirst bool) error {
 	dir, err := os.MkdirTemp("", "proxyscale-")
 	if err != nil {
 		return err
@@ -232,10 +235,15 @@ func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string
 	}
 	fmt.Printf("proxyscale: %d idle sessions (timeout %v) from %d load processes, idle window %v; load average %s\n", sessions, timeout, loaders, idle, loadavg())
 
-	phase := func(name string, addrs []string, measure []*proc) error {
+	// phase opens the sessions on addrs, measures the idle window, then
+	// runs after (if any) and waits a session timeout before it counts the
+	// sessions lost.
+	phase := func(name string, addrs []string, groups []group, after func()) error {
 		base := map[*proc]int64{}
-		for _, p := range measure {
-			base[p] = rssKB(p.cmd.Process.Pid)
+		for _, g := range groups {
+			for _, p := range g.procs {
+				base[p] = rssKB(p.cmd.Process.Pid)
+			}
 		}
 		var ls []*loader
 		defer func() {
@@ -265,20 +273,37 @@ func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string
 		c0, t0 := cpuTicks(pid), time.Now()
 		time.Sleep(idle)
 		c1, t1 := cpuTicks(pid), time.Now()
-		var rss int64
-		for _, p := range measure {
-			rss += rssKB(p.cmd.Process.Pid) - base[p]
-		}
-		lost := 0
-		for _, l := range ls {
-			lost += l.lost()
+		var mem []string
+		for _, g := range groups {
+			var rss int64
+			for _, p := range g.procs {
+				rss += rssKB(p.cmd.Process.Pid) - base[p]
+			}
+			mem = append(mem, fmt.Sprintf("%.1f KiB on the %s", float64(rss)/float64(sessions), g.name))
 		}
 		cpu := float64(c1-c0) / 100 / t1.Sub(t0).Seconds() * 100
-		fmt.Printf("  %-8s leader CPU %5.1f%% of a core over %v   memory per idle session %5.1f KiB (RSS of %d process(es))   sessions lost %d   load average %s\n",
-			name, cpu, t1.Sub(t0).Round(time.Second), float64(rss)/float64(sessions), len(measure), lost, loadavg())
+		fmt.Printf("  %-8s leader CPU %5.1f%% of a core over %v   RSS per idle session: %s   load average %s\n",
+			name, cpu, t1.Sub(t0).Round(time.Second), strings.Join(mem, ", "), loadavg())
+		if after != nil {
+			after()
+			time.Sleep(timeout + 5*time.Second)
+		}
+		lost, moved := 0, 0
+		for _, l := range ls {
+			a, b := l.finish()
+			lost, moved = lost+a, moved+b
+		}
+		fmt.Printf("  %-8s sessions lost %d, reconnected elsewhere %d\n", name, lost, moved)
 		return nil
 	}
 
+	{
+		pid := leader.cmd.Process.Pid
+		c0, t0 := cpuTicks(pid), time.Now()
+		time.Sleep(idle)
+		cpu := float64(cpuTicks(pid)-c0) / 100 / time.Since(t0).Seconds() * 100
+		fmt.Printf("  %-8s leader CPU %5.1f%% of a core over %v with no sessions   load average %s\n", "baseline", cpu, idle, loadavg())
+	}
 	var memberProcs []*proc
 	var clientAddrs, proxyAddrs []string
 	for _, m := range members {
@@ -286,8 +311,19 @@ func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string
 		clientAddrs = append(clientAddrs, m.client)
 		proxyAddrs = append(proxyAddrs, m.proxy)
 	}
-	if err := phase("direct", clientAddrs, memberProcs); err != nil {
-		return err
+	direct := func() error {
+		if err := phase("direct", clientAddrs, []group{{"members", memberProcs}}, nil); err != nil {
+			return err
+		}
+		// The direct sessions were dropped, not closed: let them expire
+		// before the next window.
+		time.Sleep(timeout + 5*time.Second)
+		return nil
+	}
+	if !proxiedFirst {
+		if err := direct(); err != nil {
+			return err
+		}
 	}
 	var pxs []*proc
 	var pxAddrs []string
@@ -312,14 +348,28 @@ func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string
 		}
 	}
 	time.Sleep(time.Second) // upstream connections
-	return phase("proxied", pxAddrs, pxs)
+	err = phase("proxied", pxAddrs, []group{{"proxies", pxs}, {"members", memberProcs}}, func() {
+		// Kill one proxy (SIGKILL): its sessions must resume on the others.
+		pxs[0].cmd.Process.Kill()
+		fmt.Printf("  killed proxy 0 (about %d sessions)\n", sessions/proxies)
+	})
+	if err != nil || !proxiedFirst {
+		return err
+	}
+	time.Sleep(timeout + 5*time.Second)
+	return direct()
+}
+
+// group is processes whose resident memory is summed.
+type group struct {
+	name  string
+	procs []*proc
 }
 
 type loader struct {
 	*proc
-	out    *bufio.Scanner
-	stdin  io.WriteCloser
-	result chan int
+	out   *bufio.Scanner
+	stdin io.WriteCloser
 }
 
 func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {
@@ -362,23 +412,25 @@ func (l *loader) waitReady(d time.Duration) error {
 	}
 }
 
-// lost ends the load process and returns the sessions it lost.
-func (l *loader) lost() int {
+// finish ends the load process and returns the sessions it lost and the
+// reconnects it made.
+func (l *loader) finish() (lost, moved int) {
 	l.stdin.Close()
 	for l.out.Scan() {
-		if n, ok := strings.CutPrefix(l.out.Text(), "lost "); ok {
-			v, _ := strconv.Atoi(n)
-			return v
+		if _, err := fmt.Sscanf(l.out.Text(), "lost %d moved %d", &lost, &moved); err == nil {
+			return lost, moved
 		}
 	}
-	return -1
+	return -1, -1
 }
 
 // runLoad opens n sessions spread over addrs, says "ready", keeps them
-// alive with pings until stdin closes, and says how many it lost (closed
-// by the server or unanswered).
+// alive with pings until stdin closes, and says how many it lost (expired,
+// or no address took them back within their timeout) and how many moved
+// (reconnected elsewhere with their id and password, as a client does when
+// its server dies).
 func runLoad(addrs []string, n int, timeout time.Duration) {
-	var lost atomic.Int64
+	var lost, moved atomic.Int64
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, 64) // handshakes in flight
@@ -389,7 +441,8 @@ func runLoad(addrs []string, n int, timeout time.Duration) {
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
-			nc, to, err := handshake(addrs[i%len(addrs)], timeout)
+			at := i % len(addrs)
+			nc, resp, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)})
 			<-sem
 			ready.Done()
 			if err != nil {
@@ -397,22 +450,46 @@ func runLoad(addrs []string, n int, timeout time.Duration) {
 				lost.Add(1)
 				return
 			}
-			defer nc.Close()
-			interval := to / 3
+			to := time.Duration(resp.TimeOut) * time.Millisecond
 			ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
 			var buf [64]byte
 			for {
 				select {
 				case <-stop:
+					nc.Close()
 					return
-				case <-time.After(interval):
+				case <-time.After(to / 3):
 				}
-				nc.SetDeadline(time.Now().Add(to))
-				if _, err := nc.Write(ping); err != nil {
-					lost.Add(1)
-					return
+				nc.SetDeadline(time.Now().Add(to / 2))
+				_, err := nc.Write(ping)
+				if err == nil {
+					_, err = io.ReadFull(nc, buf[:20]) // length + ping reply header
 				}
-				if _, err := io.ReadFull(nc, buf[:20]); err != nil { // length + ping reply header
+				if err == nil {
+					continue
+				}
+				// Reconnect elsewhere with the session, within its timeout.
+				nc.Close()
+				nc = nil
+				deadline := time.Now().Add(to)
+				for try := 1; nc == nil && time.Now().Before(deadline); try++ {
+					next := addrs[(at+try)%len(addrs)]
+					c, r, err := handshake(next, &jute.ConnectRequest{TimeOut: resp.TimeOut, SessionID: resp.SessionID, Passwd: resp.Passwd})
+					switch {
+					case err == nil && r.SessionID == resp.SessionID:
+						nc, at = c, (at+try)%len(addrs)
+						moved.Add(1)
+					case err == nil:
+						c.Close()
+						fmt.Fprintf(os.Stderr, "session %#x expired\n", resp.SessionID)
+						lost.Add(1)
+						return
+					default:
+						time.Sleep(100 * time.Millisecond)
+					}
+				}
+				if nc == nil {
+					fmt.Fprintf(os.Stderr, "session %#x: no address took it back within %v\n", resp.SessionID, to)
 					lost.Add(1)
 					return
 				}
@@ -424,34 +501,39 @@ func runLoad(addrs []string, n int, timeout time.Duration) {
 	io.Copy(io.Discard, os.Stdin)
 	close(stop)
 	wg.Wait()
-	fmt.Printf("lost %d\n", lost.Load())
+	fmt.Printf("lost %d moved %d\n", lost.Load(), moved.Load())
 }
 
-func handshake(addr string, timeout time.Duration) (net.Conn, time.Duration, error) {
-	nc, err := net.DialTimeout("tcp", addr, 10*time.Second)
+// handshake connects and sends req; the response, whose session id 0
+// means expired.
+func handshake(addr string, req *jute.ConnectRequest) (net.Conn, *jute.ConnectResponse, error) {
+	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
 	if err != nil {
-		return nil, 0, err
+		return nil, nil, err
 	}
 	nc.SetDeadline(time.Now().Add(30 * time.Second))
-	req := &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)}
 	if _, err := nc.Write(jute.AppendFrame(nil, req)); err != nil {
 		nc.Close()
-		return nil, 0, err
+		return nil, nil, err
 	}
 	var lenBuf [4]byte
 	if _, err := io.ReadFull(nc, lenBuf[:]); err != nil {
 		nc.Close()
-		return nil, 0, err
+		return nil, nil, err
 	}
 	body := make([]byte, int(lenBuf[0])<<24|int(lenBuf[1])<<16|int(lenBuf[2])<<8|int(lenBuf[3]))
 	if _, err := io.ReadFull(nc, body); err != nil {
 		nc.Close()
-		return nil, 0, err
+		return nil, nil, err
 	}
 	resp := new(jute.ConnectResponse)
-	if err := jute.Unmarshal(body, resp); err != nil || resp.SessionID == 0 {
+	if err := jute.Unmarshal(body, resp); err != nil {
 		nc.Close()
-		return nil, 0, fmt.Errorf("connect refused: %v", err)
+		return nil, nil, err
 	}
-	return nc, time.Duration(resp.TimeOut) * time.Millisecond, nil
+	if req.SessionID == 0 && resp.SessionID == 0 {
+		nc.Close()
+		return nil, nil, errors.New("connect refused")
+	}
+	return nc, resp, nil
 }

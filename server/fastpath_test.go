@@ -208,12 +208,19 @@ func fastPathOrder(t *testing.T, addr string, w *zk.Conn, rcvBuf int, slow bool)
 			writing = false
 		default:
 		}
-		burst := 1 + round%5 // 1: the reader's path; more: the processor's
+		// 1: the reader's path. More, sent in one write: the reader answers
+		// the reads it finds buffered and writes their replies at once, the
+		// processor takes over at a write.
+		burst := 1 + round%5
 		first := xid + 1
+		var frames []byte
 		for k := 0; k < burst; k++ {
 			xid++
 			op, req := next(round + k)
-			oc.send(t, xid, op, req)
+			frames = jute.AppendFrame(frames, &jute.RequestHeader{Xid: xid, Type: op}, req)
+		}
+		if _, err := oc.nc.Write(frames); err != nil {
+			t.Fatal(err)
 		}
 		for x := first; x <= xid; x++ {
 			take(x)

@@ -43,13 +43,7 @@ type upConn struct {
 		closed bool
 	}
 	// out is the writer's queue, in order.
-	out struct {
-		sync.Mutex
-		cond   sync.Cond
-		frames [][]byte
-		bytes  int
-		closed bool
-	}
+	out       *wire.Outbox // frames for the writer
 	closeOnce sync.Once
 }
 
@@ -78,7 +72,7 @@ func dialUpstream(p *Proxy, addr string) (*upConn, error) {
 	u := &upConn{p: p, nc: nc, addr: addr, br: br, idle: max(3*p.cfg.KeepAliveInterval, 3*time.Second)}
 	u.zxid.Store(zxid)
 	u.mu.chans = map[int64]*client{}
-	u.out.cond.L = &u.out.Mutex
+	u.out = wire.NewOutbox(upstreamQueueBytes)
 	p.goTracked(u.writer)
 	return u, nil
 }
@@ -164,36 +158,18 @@ func (u *upConn) closeChannel(ch int64) {
 // send queues whole frames for the writer; with block it waits while the
 // queue is over its bound.
 func (u *upConn) send(block bool, frames ...[]byte) error {
-	u.out.Lock()
-	defer u.out.Unlock()
-	for block && u.out.bytes > upstreamQueueBytes && !u.out.closed {
-		u.out.cond.Wait()
-	}
-	if u.out.closed {
+	if u.out.Send(block, frames...) != nil {
 		return net.ErrClosed
 	}
-	for _, f := range frames {
-		u.out.frames = append(u.out.frames, f)
-		u.out.bytes += len(f)
-	}
-	u.out.cond.Broadcast()
 	return nil
 }
 
 func (u *upConn) writer() {
 	for {
-		u.out.Lock()
-		for len(u.out.frames) == 0 && !u.out.closed {
-			u.out.cond.Wait()
-		}
-		if u.out.closed {
-			u.out.Unlock()
+		frames, ok := u.out.Take()
+		if !ok {
 			return
 		}
-		frames := u.out.frames
-		u.out.frames, u.out.bytes = nil, 0
-		u.out.cond.Broadcast()
-		u.out.Unlock()
 		u.nc.SetWriteDeadline(time.Now().Add(upstreamWriteTimeout))
 		bufs := net.Buffers(frames)
 		if _, err := bufs.WriteTo(u.nc); err != nil {
@@ -208,11 +184,7 @@ func (u *upConn) writer() {
 // connection, or to their next address).
 func (u *upConn) close() {
 	u.closeOnce.Do(func() {
-		u.out.Lock()
-		u.out.closed = true
-		u.out.frames, u.out.bytes = nil, 0
-		u.out.cond.Broadcast()
-		u.out.Unlock()
+		u.out.Close()
 		u.nc.Close()
 		u.mu.Lock()
 		u.mu.closed = true

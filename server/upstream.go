@@ -114,7 +114,7 @@ func (s *Server) upstreamAcceptLoop() {
 		}
 		u := &upstream{srv: s, nc: nc}
 		u.mu.chans = map[int64]*vconn{}
-		u.out.cond.L = &u.out.Mutex
+		u.out = wire.NewOutbox(upstreamQueueBytes)
 		s.up.mu.Lock()
 		if s.up.mu.closed {
 			s.up.mu.Unlock()
@@ -139,13 +139,7 @@ type upstream struct {
 	name string // the proxy's, from its Hello
 
 	// out is the queue of frames for the writer goroutine, in order.
-	out struct {
-		sync.Mutex
-		cond   sync.Cond
-		frames [][]byte
-		bytes  int
-		closed bool
-	}
+	out *wire.Outbox // frames for the writer
 
 	// mu guards the channel table.
 	mu struct {
@@ -337,19 +331,9 @@ func (u *upstream) keepAlive(ids []int64) {
 // own bounds then hold); without, it never waits (a Close frame, sent
 // from wherever a conn is closed, perhaps under a lock).
 func (u *upstream) send(block bool, frames ...[]byte) error {
-	u.out.Lock()
-	defer u.out.Unlock()
-	for block && u.out.bytes > upstreamQueueBytes && !u.out.closed {
-		u.out.cond.Wait()
-	}
-	if u.out.closed {
+	if u.out.Send(block, frames...) != nil {
 		return net.ErrClosed
 	}
-	for _, f := range frames {
-		u.out.frames = append(u.out.frames, f)
-		u.out.bytes += len(f)
-	}
-	u.out.cond.Broadcast()
 	return nil
 }
 
@@ -358,18 +342,10 @@ func (u *upstream) send(block bool, frames ...[]byte) error {
 // connection, and with it every channel.
 func (u *upstream) writer() {
 	for {
-		u.out.Lock()
-		for len(u.out.frames) == 0 && !u.out.closed {
-			u.out.cond.Wait()
-		}
-		if u.out.closed {
-			u.out.Unlock()
+		frames, ok := u.out.Take()
+		if !ok {
 			return
 		}
-		frames := u.out.frames
-		u.out.frames, u.out.bytes = nil, 0
-		u.out.cond.Broadcast()
-		u.out.Unlock()
 		u.nc.SetWriteDeadline(time.Now().Add(upstreamWriteTimeout))
 		bufs := net.Buffers(frames)
 		if _, err := bufs.WriteTo(u.nc); err != nil {
@@ -380,13 +356,7 @@ func (u *upstream) writer() {
 	}
 }
 
-func (u *upstream) closeOut() {
-	u.out.Lock()
-	u.out.closed = true
-	u.out.frames, u.out.bytes = nil, 0
-	u.out.cond.Broadcast()
-	u.out.Unlock()
-}
+func (u *upstream) closeOut() { u.out.Close() }
 
 // vconn is one channel as a net.Conn for a conn. Its reads take the Data
 // frames the proxy sent, each given the four-byte length a socket's frame

@@ -103,6 +103,9 @@ type tokenBucket struct {
 
 func (b *tokenBucket) setRate(r int64) { b.rate.Store(r) }
 
+// limited reports whether a rate is set (wait may then block).
+func (b *tokenBucket) limited() bool { return b.rate.Load() > 0 }
+
 // wait takes a token, waiting until one is there or done closes (false).
 func (b *tokenBucket) wait(done <-chan struct{}) bool {
 	r := b.rate.Load()

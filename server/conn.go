@@ -485,7 +485,7 @@ func (c *conn) readLoop() error {
 			c.readerWaits.Store(false)
 			lastRead = nil
 		}
-		if hdr.Type != jute.OpPing && c.cell.rate.rate.Load() > 0 {
+		if hdr.Type != jute.OpPing && c.cell.rate.limited() {
 			// The cell's request rate (celllimits.go): this connection
 			// waits for a token; pings never do, so sessions live on. The
 			// replies held for a burst go out before it waits.

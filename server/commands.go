@@ -109,6 +109,7 @@ var commands = []command{
 	{name: "cell_limits", super: true, post: cellPost(cellLimitsJSON)},
 	{name: "cell_move", super: true, post: cellPost(cellMoveJSON)},
 	{name: "cell_purge", super: true, post: cellPost(cellPurgeJSON)},
+	{name: "cell_release", super: true, post: cellPost(cellReleaseJSON)},
 	{name: "cell_show", super: true, json: cellShowJSON},
 	{name: "cells", super: true, json: cellsJSON},
 	{name: "configuration", aliases: []string{"config"}, word: "conf", serving: true, text: confText, json: configurationJSON},

@@ -331,7 +331,7 @@ func (c *conn) handshake() (bool, error) {
 	if _, err := io.ReadFull(c.nc, first[:]); err != nil {
 		return false, err
 	}
-	if word := string(first[:]); isFourLetterWord(word) {
+	if word := string(first[:]); c.srv.ops.commands.IsWord(word) {
 		c.fourLetterWord(word)
 		return false, nil
 	}

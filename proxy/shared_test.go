@@ -112,8 +112,8 @@ type inOrder struct {
 }
 
 func (h *inOrder) Init([]string) error { return nil }
-func (h *inOrder) Len() int                    { return len(h.servers) }
-func (h *inOrder) Connected()                  {}
+func (h *inOrder) Len() int            { return len(h.servers) }
+func (h *inOrder) Connected()          {}
 func (h *inOrder) Next() (string, bool) {
 	s := h.servers[h.next%len(h.servers)]
 	h.next++

@@ -41,10 +41,20 @@ const (
 	// ZooKeeper 3.6+ compares the digests its transactions carry. It
 	// changes no state and consumes no zxid.
 	KindCheckDigest Kind = 9
+	// KindSeal seals the namespace before it is deleted (docs/cells.md,
+	// Deleting a cell): from the next entry on, every client write (a
+	// KindRequest) is refused with NOTREADONLY, as a read-only ZooKeeper
+	// refuses it, without a zxid, and so is every new session. Reads,
+	// keep-alives, re-attaching and closing sessions (which deletes their
+	// ephemerals) go on, so the namespace can still empty. It consumes no
+	// zxid; sealing a sealed namespace changes nothing.
+	KindSeal Kind = 10
+	// KindUnseal undoes KindSeal (a delete that was refused).
+	KindUnseal Kind = 11
 )
 
 // lastKind is the highest Kind; DecodeCommand refuses anything above.
-const lastKind = KindCheckDigest
+const lastKind = KindUnseal
 
 func (k Kind) String() string {
 	switch k {
@@ -66,6 +76,10 @@ func (k Kind) String() string {
 		return "checkImport"
 	case KindCheckDigest:
 		return "checkDigest"
+	case KindSeal:
+		return "seal"
+	case KindUnseal:
+		return "unseal"
 	}
 	return fmt.Sprintf("Kind(%d)", int32(k))
 }

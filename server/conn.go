@@ -444,9 +444,17 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		if rep.Err == jute.ErrOK || (retried && rep.Err == jute.ErrNodeExists) {
 			return id, nil
 		}
+		if rep.Err == jute.ErrNotReadOnly {
+			return 0, errCellSealed
+		}
 	}
 	return 0, errors.New("server: could not allocate a session id")
 }
+
+// errCellSealed: the cell is sealed before its delete (raftsm.KindSeal)
+// and takes no new session; the connection closes, as a read-only
+// ZooKeeper closes one from a client that did not allow read-only mode.
+var errCellSealed = errors.New("server: the cell is sealed (it is being deleted): no new session")
 
 // reattach checks a reconnecting client's password and records, through
 // the log, that this connection now holds the session; any other

@@ -50,11 +50,14 @@ type client struct {
 	connected bool         // the ConnectResponse came (upstream reader only)
 	word      bool         // a four-letter word's connection: text comes back
 
+	stats   connStats   // cons's figures
+	watches connWatches // what the proxy saw it set on the member
+
 	// fl is what was forwarded and not answered, in order.
 	fl struct {
 		sync.Mutex
 		cond  sync.Cond
-		sizes []int
+		reqs  []flight
 		bytes int
 	}
 	// out is the outbox: frames (each a length and a body) for the
@@ -75,6 +78,7 @@ type client struct {
 func newClient(p *Proxy, nc net.Conn, ip string) *client {
 	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{}), wordDone: make(chan struct{})}
 	c.fl.cond.L = &c.fl.Mutex
+	c.stats.init(time.Now())
 	return c
 }
 
@@ -90,8 +94,14 @@ func (c *client) serve() {
 	}
 	var body []byte
 	word := string(first[:])
+	c.stats.received.Add(1)
+	c.p.stats.received.Add(1)
 	if isFourLetterWord(word) {
 		c.word = true
+		if out, ok := c.p.answerWord(c, word); ok {
+			c.answerOwn(out)
+			return
+		}
 	} else {
 		word = ""
 		var err error
@@ -104,6 +114,7 @@ func (c *client) serve() {
 	}
 	up := c.p.upstream(c.p.cfg.HandshakeWait, c.done)
 	if up == nil {
+		c.p.stats.handshakeRefused.Add(1)
 		return // no member: the client tries its next address
 	}
 	c.up = up
@@ -182,6 +193,10 @@ func (c *client) readLoop() error {
 		if err != nil {
 			return err
 		}
+		now := time.Now()
+		c.stats.received.Add(1)
+		c.p.stats.received.Add(1)
+		c.p.stats.bytesReceived.Add(int64(4 + len(body)))
 		var hdr jute.RequestHeader
 		if err := jute.Unmarshal(body, &hdr); err != nil {
 			return err
@@ -190,10 +205,17 @@ func (c *client) readLoop() error {
 			c.p.alive.Record(id)
 		}
 		if hdr.Type == jute.OpPing {
-			c.queue(jute.AppendFrame(nil, &jute.ReplyHeader{Xid: jute.XidPing, Zxid: max(c.zxid.Load(), c.up.zxid.Load())}))
+			zxid := max(c.zxid.Load(), c.up.zxid.Load())
+			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: zxid}
+			c.answeredAt(flight{at: now, op: jute.OpPing, xid: jute.XidPing}, h, now)
+			c.queue(jute.AppendFrame(nil, &h))
 			continue
 		}
-		if !c.admit(len(body)) {
+		f := flight{size: len(body), at: now, op: hdr.Type, xid: hdr.Xid}
+		if len(body) > requestHeaderLen {
+			f.watch = watchChangeOf(hdr.Type, body[requestHeaderLen:])
+		}
+		if !c.admit(f) {
 			return net.ErrClosed
 		}
 		if err := c.up.send(true, wire.AppendFrame(nil, wire.KindData, c.ch, body)); err != nil {
@@ -202,34 +224,48 @@ func (c *client) readLoop() error {
 	}
 }
 
+// requestHeaderLen is a RequestHeader's size: xid and type.
+const requestHeaderLen = 8
+
 // admit waits until the client's forwarded-and-unanswered requests leave
-// room for one more of size bytes (one is always admitted), and counts it.
-func (c *client) admit(size int) bool {
+// room for one more of f.size bytes (one is always admitted), and counts
+// it.
+func (c *client) admit(f flight) bool {
 	c.fl.Lock()
 	defer c.fl.Unlock()
-	for len(c.fl.sizes) > 0 && (len(c.fl.sizes) >= maxOutstanding || c.fl.bytes+size > queueBytes) {
+	for len(c.fl.reqs) > 0 && (len(c.fl.reqs) >= maxOutstanding || c.fl.bytes+f.size > queueBytes) {
 		if isClosed(c.done) {
 			return false
 		}
 		c.fl.cond.Wait()
 	}
-	c.fl.sizes = append(c.fl.sizes, size)
-	c.fl.bytes += size
+	c.fl.reqs = append(c.fl.reqs, f)
+	c.fl.bytes += f.size
 	return !isClosed(c.done)
 }
 
-// answered counts the oldest forwarded request as answered.
-func (c *client) answered() {
+// answered counts the oldest forwarded request as answered and returns it
+// (ok false if none was outstanding).
+func (c *client) answered() (f flight, ok bool) {
 	c.fl.Lock()
-	if len(c.fl.sizes) > 0 {
-		c.fl.bytes -= c.fl.sizes[0]
-		c.fl.sizes = c.fl.sizes[1:]
-		if len(c.fl.sizes) == 0 {
-			c.fl.sizes = nil
+	if len(c.fl.reqs) > 0 {
+		f, ok = c.fl.reqs[0], true
+		c.fl.bytes -= f.size
+		c.fl.reqs = c.fl.reqs[1:]
+		if len(c.fl.reqs) == 0 {
+			c.fl.reqs = nil
 		}
 	}
 	c.fl.cond.Signal()
 	c.fl.Unlock()
+	return f, ok
+}
+
+// queued is the number of requests forwarded and not answered.
+func (c *client) queued() int {
+	c.fl.Lock()
+	defer c.fl.Unlock()
+	return len(c.fl.reqs)
 }
 
 // fromUpstream takes one frame the member sent on the channel: first the
@@ -261,8 +297,17 @@ func (c *client) fromUpstream(body []byte) {
 		c.close()
 		return
 	}
-	if h.Xid != jute.XidNotification && h.Xid != jute.XidResumableEvents {
-		c.answered()
+	switch h.Xid {
+	case jute.XidNotification:
+		ev := new(jute.WatcherEvent)
+		if jute.Unmarshal(body[replyHeaderLen:], ev) == nil {
+			c.watches.fired(ev)
+		}
+	case jute.XidResumableEvents:
+	default:
+		if f, ok := c.answered(); ok {
+			c.answeredAt(f, h, time.Now())
+		}
 	}
 	if h.Zxid > c.zxid.Load() {
 		c.zxid.Store(h.Zxid)
@@ -270,6 +315,9 @@ func (c *client) fromUpstream(body []byte) {
 	}
 	c.queue(frameOf(body))
 }
+
+// replyHeaderLen is a ReplyHeader's size: xid, zxid and err.
+const replyHeaderLen = 16
 
 func frameOf(body []byte) []byte {
 	f := make([]byte, 4, 4+len(body))
@@ -289,6 +337,7 @@ func (c *client) queue(frame []byte) {
 		c.out.closed = true
 		c.out.frames, c.out.bytes = nil, 0
 		c.out.Unlock()
+		c.p.stats.stalledClosed.Add(1)
 		c.p.log.Warn("client too slow: outbox full", "session", c.sessionID.Load(), "remote", c.nc.RemoteAddr().String())
 		c.close()
 		return
@@ -297,6 +346,10 @@ func (c *client) queue(frame []byte) {
 	c.out.bytes += len(frame)
 	c.kickLocked()
 	c.out.Unlock()
+	if !c.word {
+		c.stats.sent.Add(1)
+		c.p.stats.sent.Add(1)
+	}
 }
 
 func (c *client) kickLocked() {

@@ -33,6 +33,9 @@ type Proxy struct {
 	// alive is the set of sessions heard from since the last keep-alive.
 	alive session.KeepAlives
 
+	stats   proxyStats    // packets, latencies, refusals (stats.go)
+	upstats upstreamStats // the upstream connection's history
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -58,6 +61,7 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: listen %s: %w", cfg.ClientAddr, err)
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger.With("proxy", cfg.Name), ln: ln}
+	p.stats.started = time.Now()
 	p.mu.clients = map[*client]struct{}{}
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
@@ -145,6 +149,9 @@ func (p *Proxy) register(nc net.Conn) (*client, bool) {
 	if p.mu.closed ||
 		(p.cfg.MaxClientCnxns > 0 && p.mu.perIP[ip] >= p.cfg.MaxClientCnxns) ||
 		(p.cfg.MaxCnxns > 0 && len(p.mu.clients) >= p.cfg.MaxCnxns) {
+		if !p.mu.closed {
+			p.stats.connRejected.Add(1)
+		}
 		return nil, false
 	}
 	c := newClient(p, nc, ip)
@@ -200,6 +207,7 @@ func (p *Proxy) upstreamLoop() {
 		next++
 		u, err := dialUpstream(p, addr)
 		if err != nil {
+			p.upstats.failed(addr, err)
 			p.log.Warn("upstream connect failed", "member", addr, "err", err, "retryIn", backoff.String())
 			wait := backoff/2 + rand.N(backoff)
 			backoff = min(2*backoff, backoffMax)
@@ -218,11 +226,13 @@ func (p *Proxy) upstreamLoop() {
 		}
 		p.mu.up = u
 		p.mu.Unlock()
+		p.upstats.connected(addr, time.Now())
 		p.log.Info("upstream connected", "member", addr)
 		err = u.run()
 		p.mu.Lock()
 		p.mu.up = nil
 		p.mu.Unlock()
+		p.upstats.lost(err)
 		u.close()
 		if p.ctx.Err() == nil {
 			p.log.Warn("upstream lost: its clients are closed and reconnect", "member", addr, "err", err)
@@ -250,6 +260,9 @@ func (p *Proxy) keepAliveLoop() {
 		p.mu.Unlock()
 		if up != nil {
 			up.send(false, wire.AppendRecord(nil, wire.KindKeepAlive, 0, &wire.KeepAlive{Sessions: ids}))
+			p.stats.keepAliveBatches.Add(1)
+			p.stats.keepAliveIDs.Add(int64(len(ids)))
+			p.stats.lastBatch.Store(int64(len(ids)))
 		}
 	}
 }

@@ -220,6 +220,7 @@ func (s *loadSession) run() {
 			err = errors.New("short reply")
 		}
 		if err != nil {
+			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.at], err)
 			if !s.reconnect(to) {
 				return
 			}

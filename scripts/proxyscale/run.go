@@ -57,7 +57,9 @@ func (c *cfg) run() error {
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(dir)
+	if os.Getenv("PROXYSCALE_KEEP") == "" { // keep the logs
+		defer os.RemoveAll(dir)
+	}
 	r := &run{cfg: c, dir: dir}
 	defer r.stopAll()
 	if r.self, err = os.Executable(); err != nil {

@@ -35,6 +35,7 @@ type Proxy struct {
 
 	stats   proxyStats    // packets, latencies, refusals (stats.go)
 	upstats upstreamStats // the upstream connection's history
+	ops     []*opsServer  // AdminServer and Prometheus listeners, set by New
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -65,6 +66,13 @@ func New(cfg Config) (*Proxy, error) {
 	p.mu.clients = map[*client]struct{}{}
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if err := p.startOps(); err != nil {
+		p.closeOps()
+		p.cancel()
+		p.wg.Wait()
+		ln.Close()
+		return nil, err
+	}
 	p.wg.Add(3)
 	go p.acceptLoop()
 	go p.upstreamLoop()
@@ -94,6 +102,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	err := p.ln.Close()
+	p.closeOps()
 	if up != nil {
 		up.close()
 	}

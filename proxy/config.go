@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkraft/zkraft/proxy/wire"
 )
 
 // Config configures a proxy. Call Validate (New does) to apply defaults.
@@ -56,6 +58,11 @@ type Config struct {
 	// is what MetricsAddr serves. Nil: a registry of the proxy's own.
 	Registerer prometheus.Registerer
 	Gatherer   prometheus.Gatherer
+	// UpstreamVersion is the newest upstream protocol version the proxy
+	// says hello in; a member that speaks only an older one is greeted
+	// again in it. 1 turns shared watches off (every session's watch is
+	// then its own on the member). Default wire.Version.
+	UpstreamVersion int32
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -107,6 +114,12 @@ func (c *Config) Validate() error {
 		if g, ok := c.Registerer.(prometheus.Gatherer); ok {
 			c.Gatherer = g
 		}
+	}
+	switch {
+	case c.UpstreamVersion == 0:
+		c.UpstreamVersion = wire.Version
+	case c.UpstreamVersion < wire.MinVersion || c.UpstreamVersion > wire.Version:
+		return fmt.Errorf("proxy: upstream protocol version %d: this proxy speaks %d to %d", c.UpstreamVersion, wire.MinVersion, wire.Version)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -15,11 +15,13 @@ type view struct {
 	sessions    int // clients with a session
 	outstanding int // requests forwarded and not answered
 	outboxBytes int // replies queued for clients
-	dataWatches int
+	dataWatches int // the clients' watches, by table
 	childWatch  int
 	upMember    string // "" while there is no upstream connection
+	upVersion   int32
 	upChannels  int
 	upQueued    int
+	upWatches   int // shared watches the member holds for the connection
 }
 
 // look takes a view of the proxy.
@@ -35,16 +37,17 @@ func (p *Proxy) look() view {
 		if c.sessionID.Load() != 0 {
 			v.sessions++
 		}
-		v.outstanding += c.queued()
+		v.outstanding += c.outstanding()
 		c.out.Lock()
 		v.outboxBytes += c.out.bytes
 		c.out.Unlock()
-		d, ch := c.watches.counts()
-		v.dataWatches += d
-		v.childWatch += ch
+		d, ch := c.clientWatches()
+		v.dataWatches += len(d)
+		v.childWatch += len(ch)
 	}
 	if up != nil {
-		v.upMember = up.addr
+		v.upMember, v.upVersion = up.addr, up.version
+		v.upWatches = up.upstreamWatches()
 		up.mu.Lock()
 		v.upChannels = len(up.mu.chans)
 		up.mu.Unlock()
@@ -65,7 +68,9 @@ var (
 	descSessions     = prometheus.NewDesc("zkraft_proxy_sessions", "client connections with a session", nil, nil)
 	descOutstanding  = prometheus.NewDesc("zkraft_proxy_outstanding_requests", "client requests forwarded and not yet answered", nil, nil)
 	descOutbox       = prometheus.NewDesc("zkraft_proxy_client_outbox_bytes", "bytes queued for clients, not yet written", nil, nil)
-	descWatches      = prometheus.NewDesc("zkraft_proxy_watches", "watches the proxy's clients hold, by table (data: getData, exists and persistent; child: getChildren and persistent); in upstream protocol version 1 each is also one watch on the member", []string{"table"}, nil)
+	descWatches      = prometheus.NewDesc("zkraft_proxy_watches", "watches the proxy's sessions hold in its fan-out lists, by table (data: getData, exists, persistent, recursive; child: getChildren, persistent); none with upstream protocol version 1", []string{"table"}, nil)
+	descUpWatches    = prometheus.NewDesc("zkraft_proxy_upstream_watches", "shared watches the member holds for the upstream connection, one per path, table and mode however many sessions want it", nil, nil)
+	descUpVersion    = prometheus.NewDesc("zkraft_proxy_upstream_protocol_version", "the upstream protocol version the connection speaks (0: no connection)", nil, nil)
 	descKABatches    = prometheus.NewDesc("zkraft_proxy_keepalive_batches_total", "keep-alive batches sent upstream", nil, nil)
 	descKAIDs        = prometheus.NewDesc("zkraft_proxy_keepalive_sessions_total", "session ids sent in keep-alive batches", nil, nil)
 	descKALast       = prometheus.NewDesc("zkraft_proxy_keepalive_last_batch_sessions", "sessions in the last keep-alive batch", nil, nil)
@@ -73,7 +78,7 @@ var (
 	descNoUpstream   = prometheus.NewDesc("zkraft_proxy_handshakes_without_upstream_total", "client handshakes closed because no upstream connection came within the handshake wait", nil, nil)
 	descStalled      = prometheus.NewDesc("zkraft_proxy_stalled_clients_closed_total", "clients closed because their outbox passed its bound (they stopped reading)", nil, nil)
 	descWordsOwn     = prometheus.NewDesc("zkraft_proxy_words_answered_total", "four-letter words the proxy answered itself", nil, nil)
-	proxyDescriptors = []*prometheus.Desc{descUpConnected, descUpConnects, descUpFailures, descUpChannels, descUpQueued, descClients, descSessions,
+	proxyDescriptors = []*prometheus.Desc{descUpConnected, descUpConnects, descUpFailures, descUpChannels, descUpQueued, descUpWatches, descUpVersion, descClients, descSessions,
 		descOutstanding, descOutbox, descWatches, descKABatches, descKAIDs, descKALast, descRejected, descNoUpstream, descStalled, descWordsOwn}
 )
 
@@ -104,6 +109,8 @@ func (pc proxyCollector) Collect(ch chan<- prometheus.Metric) {
 	count(descUpFailures, failures)
 	gauge(descUpChannels, int64(v.upChannels))
 	gauge(descUpQueued, int64(v.upQueued))
+	gauge(descUpWatches, int64(v.upWatches))
+	gauge(descUpVersion, int64(v.upVersion))
 	gauge(descClients, int64(len(v.clients)))
 	gauge(descSessions, int64(v.sessions))
 	gauge(descOutstanding, int64(v.outstanding))

@@ -7,7 +7,10 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/zkraft/zkraft/operator"
 )
 
 // opsServer is one of the proxy's HTTP listeners (AdminServer, Prometheus).
@@ -39,8 +42,21 @@ func (p *Proxy) serveHTTP(name, addr string, h http.Handler) error {
 
 // startOps registers the proxy's collectors and starts its HTTP listeners.
 func (p *Proxy) startOps() error {
-	if err := p.cfg.Registerer.Register(proxyCollector{p}); err != nil {
-		return fmt.Errorf("proxy: prometheus: %w", err)
+	cells := func() []operator.Cell { return []operator.Cell{{Name: "default", Member: opMember{p}}} }
+	for _, c := range []prometheus.Collector{proxyCollector{p}, operator.Collector(cells)} {
+		if err := p.cfg.Registerer.Register(c); err != nil {
+			return fmt.Errorf("proxy: prometheus: %w", err)
+		}
+	}
+	if p.cfg.AdminAddr != "" {
+		base := p.cfg.AdminCommandURL
+		h := operator.Admin(p.reg, opMember{p}, base, p.log)
+		mux := http.NewServeMux()
+		mux.Handle(base, h)
+		mux.Handle(base+"/", h)
+		if err := p.serveHTTP("admin", p.cfg.AdminAddr, mux); err != nil {
+			return err
+		}
 	}
 	if p.cfg.Gatherer != nil {
 		mux := http.NewServeMux()

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkraft/zkraft/operator"
 	"github.com/zkraft/zkraft/proxy/wire"
 	"github.com/zkraft/zkraft/session"
 )
@@ -36,6 +37,7 @@ type Proxy struct {
 	stats   proxyStats    // packets, latencies, refusals (stats.go)
 	upstats upstreamStats // the upstream connection's history
 	ops     []*opsServer  // AdminServer and Prometheus listeners, set by New
+	reg     *operator.Registry
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -63,6 +65,7 @@ func New(cfg Config) (*Proxy, error) {
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger.With("proxy", cfg.Name), ln: ln}
 	p.stats.started = time.Now()
+	p.reg = newRegistry(p)
 	p.mu.clients = map[*client]struct{}{}
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())

@@ -48,7 +48,7 @@ front="$(free_port)"
 	--proxy-port "$proxyport" 2>"$tmp/member.log" &
 pids+=($!)
 wait_port "$client"
-"$tmp/zkraft" proxy --members "127.0.0.1:$proxyport" --client-port "$front" 2>"$tmp/proxy.log" &
+"$tmp/zkraft" proxy --members "127.0.0.1:$proxyport" --client-port "$front" --4lw '*' 2>"$tmp/proxy.log" &
 pids+=($!)
 wait_port "$front"
 

@@ -183,13 +183,28 @@ var _ jute.Record = (*Command)(nil)
 // their size (a write's request body, usually most of it, is copied once
 // rather than into a buffer grown from 64 bytes).
 func EncodeCommand(c *Command) []byte {
+	return AppendCommand(make([]byte, 0, c.EncodedSize()), c)
+}
+
+// AppendCommand appends the bytes to propose for c to dst, growing it at
+// most once: for a proposer that reuses its buffer (Dragonboat's Propose
+// copies the command into its log entry before it returns).
+func AppendCommand(dst []byte, c *Command) []byte {
+	if need := len(dst) + c.EncodedSize(); cap(dst) < need {
+		dst = append(make([]byte, 0, need), dst...)
+	}
+	w := jute.AppendWriter(dst)
+	c.Encode(w)
+	return w.Bytes()
+}
+
+// EncodedSize is the size of c's encoding.
+func (c *Command) EncodedSize() int {
 	size := commandFixedBytes + len(c.Body) + 8*(len(c.Sessions)+len(c.Seen))
 	for _, id := range c.Auth {
 		size += 8 + len(id.Scheme) + len(id.ID)
 	}
-	w := jute.NewWriter(size)
-	c.Encode(w)
-	return w.Bytes()
+	return size
 }
 
 // commandFixedBytes is the size of a Command's encoding without its

@@ -62,6 +62,10 @@ var rules = []rule{
 	// damaged-files work; the server calls it.
 	{pkg: "proxy/wire", zk: []string{"jute"}, stdOnly: true, noSockets: true, noRaft: true,
 		why: "proxy/wire is the upstream protocol's codec, shared by the member and the proxy"},
+	// Authentication as ZooKeeper's providers do it: credentials in, ids
+	// out, no connection.
+	{pkg: "auth", zk: []string{"jute", "znode"}, noSockets: true, noRaft: true,
+		why: "auth turns credentials into ids; it knows no connection, socket, Raft or store"},
 	// The operator surfaces (four-letter words, AdminServer, mntr and
 	// Prometheus figures) over a Member interface: the server implements
 	// it, and so can the proxy, so it must pull in neither.
@@ -69,7 +73,7 @@ var rules = []rule{
 		why: "operator reaches a member only through its Member and Host interfaces; the server and the proxy implement them"},
 	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire", "operator"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
 		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
-	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console", "operator", "proxy/wire"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "auth", "console", "operator", "proxy/wire"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
 		why: "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in; " +
 			"it reaches the store only through raftsm (its views, figures and checks)"},
@@ -220,6 +224,9 @@ func TestCheckRefuses(t *testing.T) {
 		{one("operator", "figures.go", false, m+"/raftsm"), "operator imports example.com/zk/raftsm"},
 		{one("operator", "figures.go", false, "github.com/cockroachdb/pebble"), "no Dragonboat or Pebble"},
 		{one("proxy", "ops.go", false, m+"/operator"), ""},
+		{one("auth", "provider.go", false, m+"/jute", m+"/znode", "crypto/md5", "encoding/asn1"), ""},
+		{one("auth", "provider.go", false, "net/http"), "auth imports net/http: no sockets"},
+		{one("auth", "provider.go", false, m+"/server"), "auth imports example.com/zk/server"},
 		{one("server", "operator.go", false, m+"/operator"), ""},
 		{one("gateway", "gateway.go", false, m+"/server"), "gateway has no row in the table"},
 	} {

@@ -53,9 +53,9 @@ var rules = []rule{
 		why: "znode's rules are pure functions over a small store interface"},
 	{pkg: "session", zk: []string{"jute"}, stdOnly: true, noSockets: true, noRaft: true,
 		why: "session knows ids, timeouts and expiry, not the tree, Raft or sockets"},
-	{pkg: "raftsm", zk: []string{"jute", "znode", "session"}, noSockets: true,
+	{pkg: "raftsm", zk: []string{"jute", "znode", "session"}, testZK: []string{"internal/smtest"}, noSockets: true,
 		why: "raftsm is the state machine under the server; it knows no sockets"},
-	{pkg: "fleet", zk: []string{"jute"}, testZK: []string{"internal/freeport"}, noSockets: true,
+	{pkg: "fleet", zk: []string{"jute"}, testZK: []string{"internal/freeport", "internal/smtest"}, noSockets: true,
 		why: "fleet is the system shard's state machine (the cell map) under the server; it knows no sockets"},
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the

@@ -250,7 +250,7 @@ func (s *Server) tlsHandshake(c *conn, tc *tls.Conn) bool {
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
 		// X509AuthenticationProvider: the client certificate's subject,
 		// as Java's X500Principal.getName() prints it, is the
-		// connection's x509 id (x509name.go). Go's parser has accepted
+		// connection's x509 id (auth.X509ID). Go's parser has accepted
 		// the subject already, so auth.X509ID failing is not expected; the
 		// connection then has no x509 id rather than a wrong one.
 		id, err := auth.X509ID(certs[0].RawSubject)

@@ -66,6 +66,7 @@ func (s *Server) ownCommands() []operator.Command {
 		{Name: "cell_limits", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellLimitsJSON))},
 		{Name: "cell_move", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellMoveJSON))},
 		{Name: "cell_purge", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellPurgeJSON))},
+		{Name: "cell_release", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellReleaseJSON))},
 		{Name: "cell_show", Auth: operator.AuthSuper, JSON: s.viewJSON(cellShowJSON)},
 		{Name: "cells", Auth: operator.AuthSuper, JSON: s.viewJSON(cellsJSON)},
 		// ZooKeeper 3.9's AdminServer (shed_connections is on its main branch, ZOOKEEPER-5015).

@@ -30,6 +30,8 @@ const (
 	wordLinger     = 5 * time.Second
 	// stallTimeout closes a client that does not read its replies.
 	stallTimeout = 30 * time.Second
+	// requestHeaderLen is a request's header: xid and op code.
+	requestHeaderLen = 8
 )
 
 // client is one client connection: its reader (serve) forwards requests
@@ -49,13 +51,25 @@ type client struct {
 	zxid      atomic.Int64 // the highest zxid the channel carried
 	connected bool         // the ConnectResponse came (upstream reader only)
 	word      bool         // a four-letter word's connection: text comes back
+	// evq holds notifications while requests are outstanding (held,
+	// watches.go); upstream reader only.
+	evq []heldNote
+
+	// subs, swDropped and evSeq are the client's part of the upstream
+	// connection's shared watches, guarded by its sharedWatches.mu: the
+	// watches it holds, whether it went away, and the last event it was
+	// given (one notification per change).
+	subs      map[upKey]struct{}
+	swDropped bool
+	evSeq     int64
 
 	// fl is what was forwarded and not answered, in order.
 	fl struct {
 		sync.Mutex
-		cond  sync.Cond
-		sizes []int
-		bytes int
+		cond    sync.Cond
+		flights []flight
+		bytes   int
+		closed  bool // the client went away: no more answers are counted
 	}
 	// out is the outbox: frames (each a length and a body) for the
 	// flusher.
@@ -71,6 +85,29 @@ type client struct {
 	wordDone  chan struct{} // a word's answer is written and the socket half-closed
 	closeOnce sync.Once
 }
+
+// flight is one request forwarded and not answered.
+type flight struct {
+	size int
+	op   jute.OpCode
+	// keys: a DataShared read's upstream watches (in flight until its
+	// reply); path and wtype: a removeWatches' or checkWatches' request,
+	// applied to the shared watches when its reply comes.
+	keys  []upKey
+	path  string
+	wtype int32
+}
+
+// heldNote is a notification held for a client (held).
+type heldNote struct {
+	zxid  int64
+	frame []byte
+}
+
+// maxHeldNotes bounds a client's held notifications; past it the client
+// is closed (it reconnects and catches up with setWatches), as a member
+// bounds what it holds for a connection.
+const maxHeldNotes = 1 << 16
 
 func newClient(p *Proxy, nc net.Conn, ip string) *client {
 	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{}), wordDone: make(chan struct{})}
@@ -148,6 +185,18 @@ func (c *client) serve() {
 func (c *client) finish() {
 	if c.up != nil {
 		c.up.closeChannel(c.ch)
+		if sw := c.up.sw; sw != nil {
+			sw.dropClient(c)
+			c.fl.Lock()
+			flights := c.fl.flights
+			c.fl.flights, c.fl.closed = nil, true
+			c.fl.Unlock()
+			for _, f := range flights {
+				if f.keys != nil {
+					sw.readDone(f.keys)
+				}
+			}
+		}
 	}
 	c.closeNow()
 	c.p.unregister(c)
@@ -193,43 +242,121 @@ func (c *client) readLoop() error {
 			c.queue(jute.AppendFrame(nil, &jute.ReplyHeader{Xid: jute.XidPing, Zxid: max(c.zxid.Load(), c.up.zxid.Load())}))
 			continue
 		}
-		if !c.admit(len(body)) {
+		f := flight{size: len(body), op: hdr.Type}
+		frame := func() []byte { return wire.AppendFrame(nil, wire.KindData, c.ch, body) }
+		if sw := c.up.sw; sw != nil {
+			switch hdr.Type {
+			case jute.OpRemoveWatches, jute.OpCheckWatches:
+				req := new(jute.RemoveWatchesRequest) // checkWatches' record is the same
+				if jute.Unmarshal(body[requestHeaderLen:], req) == nil {
+					f.path, f.wtype = req.Path, req.Type
+				}
+			default:
+				f.keys = sharedKeys(hdr.Type, body[requestHeaderLen:])
+			}
+			if f.keys != nil {
+				keys := f.keys
+				frame = func() []byte {
+					return wire.AppendRecord(nil, wire.KindDataShared, c.ch, &wire.DataShared{Gen: sw.sendShared(keys), Request: body})
+				}
+			}
+		}
+		if !c.admit(f) {
 			return net.ErrClosed
 		}
-		if err := c.up.send(true, wire.AppendFrame(nil, wire.KindData, c.ch, body)); err != nil {
+		if err := c.up.send(true, frame()); err != nil {
 			return err
 		}
 	}
 }
 
 // admit waits until the client's forwarded-and-unanswered requests leave
-// room for one more of size bytes (one is always admitted), and counts it.
-func (c *client) admit(size int) bool {
+// room for one more (one is always admitted), and counts it. The request
+// is then sent before any other of the client's, so that flights stay in
+// the order the member answers.
+func (c *client) admit(f flight) bool {
 	c.fl.Lock()
 	defer c.fl.Unlock()
-	for len(c.fl.sizes) > 0 && (len(c.fl.sizes) >= maxOutstanding || c.fl.bytes+size > queueBytes) {
+	for len(c.fl.flights) > 0 && (len(c.fl.flights) >= maxOutstanding || c.fl.bytes+f.size > queueBytes) {
 		if isClosed(c.done) {
 			return false
 		}
 		c.fl.cond.Wait()
 	}
-	c.fl.sizes = append(c.fl.sizes, size)
-	c.fl.bytes += size
-	return !isClosed(c.done)
+	if c.fl.closed || isClosed(c.done) {
+		return false
+	}
+	c.fl.flights = append(c.fl.flights, f)
+	c.fl.bytes += f.size
+	return true
 }
 
-// answered counts the oldest forwarded request as answered.
-func (c *client) answered() {
+// answered counts the oldest forwarded request as answered and returns
+// it, and how many are still outstanding; ok is false when none was (the
+// client went away).
+func (c *client) answered() (f flight, left int, ok bool) {
 	c.fl.Lock()
-	if len(c.fl.sizes) > 0 {
-		c.fl.bytes -= c.fl.sizes[0]
-		c.fl.sizes = c.fl.sizes[1:]
-		if len(c.fl.sizes) == 0 {
-			c.fl.sizes = nil
+	defer c.fl.Unlock()
+	if len(c.fl.flights) > 0 {
+		f, ok = c.fl.flights[0], true
+		c.fl.bytes -= f.size
+		c.fl.flights[0] = flight{}
+		c.fl.flights = c.fl.flights[1:]
+		if len(c.fl.flights) == 0 {
+			c.fl.flights = nil
 		}
 	}
 	c.fl.cond.Signal()
-	c.fl.Unlock()
+	return f, len(c.fl.flights), ok
+}
+
+// outstanding is the number of requests forwarded and not answered.
+func (c *client) outstanding() int {
+	c.fl.Lock()
+	defer c.fl.Unlock()
+	return len(c.fl.flights)
+}
+
+// held queues a notification for the client, or holds it while requests
+// are outstanding (or notifications are held already): it goes out
+// before the first reply of a zxid at or above its own (release), or once
+// nothing is outstanding. Upstream reader only.
+func (c *client) held(zxid int64, frame []byte) {
+	if len(c.evq) == 0 && c.outstanding() == 0 {
+		c.deliver(zxid, frame)
+		return
+	}
+	if len(c.evq) >= maxHeldNotes {
+		c.p.log.Warn("client closed: too many notifications held for its outstanding requests", "session", c.sessionID.Load())
+		c.close()
+		return
+	}
+	c.evq = append(c.evq, heldNote{zxid, frame})
+}
+
+// release queues the held notifications of a zxid at or below upTo (all
+// with all set), keeping the others in order.
+func (c *client) release(upTo int64, all bool) {
+	kept := c.evq[:0]
+	for _, n := range c.evq {
+		if all || n.zxid <= upTo {
+			c.deliver(n.zxid, n.frame)
+		} else {
+			kept = append(kept, n)
+		}
+	}
+	clear(c.evq[len(kept):])
+	c.evq = kept
+	if len(c.evq) == 0 {
+		c.evq = nil
+	}
+}
+
+func (c *client) deliver(zxid int64, frame []byte) {
+	if zxid > c.zxid.Load() {
+		c.zxid.Store(zxid)
+	}
+	c.queue(frame)
 }
 
 // fromUpstream takes one frame the member sent on the channel: first the
@@ -261,14 +388,40 @@ func (c *client) fromUpstream(body []byte) {
 		c.close()
 		return
 	}
-	if h.Xid != jute.XidNotification && h.Xid != jute.XidResumableEvents {
-		c.answered()
+	if h.Zxid > 0 {
+		c.up.seen(h.Zxid)
+	}
+	if h.Xid == jute.XidNotification || h.Xid == jute.XidResumableEvents {
+		// The channel's own notifications (setWatches' catch-up, a
+		// version 1 connection's watches) keep their place among held ones.
+		c.held(h.Zxid, frameOf(body))
+		return
+	}
+	f, left, ok := c.answered()
+	frame := frameOf(body)
+	if ok && c.up.sw != nil {
+		if f.keys != nil {
+			c.up.sw.readDone(f.keys)
+		}
+		if (f.op == jute.OpRemoveWatches || f.op == jute.OpCheckWatches) && f.path != "" {
+			// The session's shared watches are the proxy's: a watch removed
+			// (or found) here makes the member's NOWATCHER an OK.
+			if c.up.sw.watcherOp(c, f.path, f.wtype, f.op == jute.OpRemoveWatches) && h.Err == jute.ErrNoWatcher {
+				h.Err = jute.ErrOK
+				frame = jute.AppendFrame(nil, &h)
+			}
+		}
+	}
+	if len(c.evq) > 0 {
+		c.release(h.Zxid, false)
 	}
 	if h.Zxid > c.zxid.Load() {
 		c.zxid.Store(h.Zxid)
-		c.up.seen(h.Zxid)
 	}
-	c.queue(frameOf(body))
+	c.queue(frame)
+	if left == 0 && len(c.evq) > 0 {
+		c.release(0, true)
+	}
 }
 
 func frameOf(body []byte) []byte {

@@ -7,6 +7,8 @@ import (
 	"net"
 	"os"
 	"time"
+
+	"github.com/zkraft/zkraft/proxy/wire"
 )
 
 // Config configures a proxy. Call Validate (New does) to apply defaults.
@@ -35,6 +37,11 @@ type Config struct {
 	// connection before the proxy closes it (the client then tries its
 	// next address). Default 2s.
 	HandshakeWait time.Duration
+	// UpstreamVersion is the newest upstream protocol version the proxy
+	// says hello in; a member that speaks only an older one is greeted
+	// again in it. 1 turns shared watches off (every session's watch is
+	// then its own on the member). Default wire.Version.
+	UpstreamVersion int32
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }
@@ -63,6 +70,12 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClientCnxns < 0 || c.MaxCnxns < 0 {
 		return errors.New("proxy: negative connection limit")
+	}
+	switch {
+	case c.UpstreamVersion == 0:
+		c.UpstreamVersion = wire.Version
+	case c.UpstreamVersion < wire.MinVersion || c.UpstreamVersion > wire.Version:
+		return fmt.Errorf("proxy: upstream protocol version %d: this proxy speaks %d to %d", c.UpstreamVersion, wire.MinVersion, wire.Version)
 	}
 	if c.Logger == nil {
 		c.Logger = slog.Default()

@@ -365,8 +365,8 @@ func TestHelloRefused(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := wire.CheckReply(kind, payload); !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), "version 2") {
-		t.Fatalf("a version-2 hello: %v", err)
+	if _, _, err := wire.CheckReply(kind, payload); !errors.Is(err, wire.ErrRefused) || !strings.Contains(err.Error(), fmt.Sprintf("version %d", wire.Version+1)) {
+		t.Fatalf("a version-%d hello: %v", wire.Version+1, err)
 	}
 	if _, err := br.ReadByte(); err != io.EOF {
 		t.Fatalf("after the refusal: %v, want EOF", err)
@@ -403,24 +403,30 @@ func TestUpstreamHostile(t *testing.T) {
 	connectBody := jute.Marshal(&jute.ConnectRequest{TimeOut: 4000, Passwd: make([]byte, 16)})
 	open := wire.AppendRecord(nil, wire.KindOpen, 1, &wire.Open{ClientAddr: "127.0.0.1:9", Connect: connectBody})
 	for name, after := range map[string][]byte{
-		"unknown kind":       wire.AppendFrame(nil, wire.Kind(99), 0),
-		"a second hello":     hello,
-		"open on channel 0":  wire.AppendRecord(nil, wire.KindOpen, 0, &wire.Open{ClientAddr: "x:1", Word: "ruok"}),
-		"open twice":         append(append([]byte(nil), open...), open...),
-		"short keep-alive":   wire.AppendFrame(nil, wire.KindKeepAlive, 0, []byte{0, 0, 1, 0}),
-		"undecodable open":   wire.AppendFrame(nil, wire.KindOpen, 5, []byte{1, 2, 3}),
-		"frame beyond bound": {0x7f, 0xff, 0xff, 0xff},
+		"unknown kind":        wire.AppendFrame(nil, wire.Kind(99), 0),
+		"a second hello":      hello,
+		"open on channel 0":   wire.AppendRecord(nil, wire.KindOpen, 0, &wire.Open{ClientAddr: "x:1", Word: "ruok"}),
+		"open twice":          append(append([]byte(nil), open...), open...),
+		"short keep-alive":    wire.AppendFrame(nil, wire.KindKeepAlive, 0, []byte{0, 0, 1, 0}),
+		"undecodable open":    wire.AppendFrame(nil, wire.KindOpen, 5, []byte{1, 2, 3}),
+		"frame beyond bound":  {0x7f, 0xff, 0xff, 0xff},
+		"shared on version 1": wire.AppendRecord(nil, wire.KindUnwatch, 0, &wire.Unwatch{Gen: 1, Watch: wire.Watch{Path: "/", Mode: wire.WatchPersistent}}),
+		"undecodable unwatch": wire.AppendFrame(nil, wire.KindUnwatch, 0, []byte{1}),
 	} {
 		nc, err := net.Dial("tcp", m.cfg.ProxyAddr)
 		if err != nil {
 			t.Fatal(err)
 		}
 		nc.SetDeadline(time.Now().Add(20 * time.Second))
-		nc.Write(hello)
+		if strings.HasSuffix(name, "on version 1") {
+			nc.Write(wire.AppendRecord(nil, wire.KindHello, 0, &wire.Hello{Magic: wire.Magic, Version: 1, Name: "hostile"}))
+		} else {
+			nc.Write(hello)
+		}
 		br := bufio.NewReader(nc)
 		if k, _, p, err := wire.ReadFrame(br, 1<<10); err != nil {
 			t.Fatalf("%s: hello: %v", name, err)
-		} else if _, err := wire.CheckReply(k, p); err != nil {
+		} else if _, _, err := wire.CheckReply(k, p); err != nil {
 			t.Fatalf("%s: hello: %v", name, err)
 		}
 		// Data for no channel is dropped, and a keep-alive is answered.

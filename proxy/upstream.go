@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -34,6 +35,10 @@ type upConn struct {
 	// zxid is the highest zxid the connection carried (Progress frames,
 	// replies, notifications): a ping's answer.
 	zxid atomic.Int64
+	// version is the protocol version the connection speaks; sw its
+	// shared watches, from version 2 on (nil before).
+	version int32
+	sw      *sharedWatches
 
 	// mu guards the channel table.
 	mu struct {
@@ -47,32 +52,52 @@ type upConn struct {
 	closeOnce sync.Once
 }
 
-// dialUpstream connects to a member's proxy port and says hello.
+// dialUpstream connects to a member's proxy port and says hello in the
+// newest version the proxy speaks (Config.UpstreamVersion); a member that
+// refuses it but speaks an older one the proxy also speaks is greeted
+// again in that one (a version 1 member: no shared watches).
 func dialUpstream(p *Proxy, addr string) (*upConn, error) {
+	u, err := dialVersion(p, addr, p.cfg.UpstreamVersion)
+	var refused *wire.RefusedError
+	if errors.As(err, &refused) && refused.Version >= wire.MinVersion && refused.Version < p.cfg.UpstreamVersion {
+		p.log.Info("member speaks an older upstream protocol: saying hello in it", "member", addr, "version", refused.Version)
+		u, err = dialVersion(p, addr, refused.Version)
+	}
+	return u, err
+}
+
+func dialVersion(p *Proxy, addr string, version int32) (*upConn, error) {
 	nc, err := net.DialTimeout("tcp", addr, dialTimeout)
 	if err != nil {
 		return nil, err
 	}
 	nc.SetDeadline(time.Now().Add(dialTimeout))
-	if _, err := nc.Write(wire.AppendRecord(nil, wire.KindHello, 0, &wire.Hello{Magic: wire.Magic, Version: wire.Version, Name: p.cfg.Name})); err != nil {
+	if _, err := nc.Write(wire.AppendRecord(nil, wire.KindHello, 0, &wire.Hello{Magic: wire.Magic, Version: version, Name: p.cfg.Name})); err != nil {
 		nc.Close()
 		return nil, err
 	}
 	br := bufio.NewReaderSize(nc, 64<<10)
 	kind, _, payload, err := wire.ReadFrame(br, wire.Overhead)
 	var zxid int64
+	var spoken int32
 	if err == nil {
-		zxid, err = wire.CheckReply(kind, payload)
+		spoken, zxid, err = wire.CheckReply(kind, payload)
+	}
+	if err == nil && spoken != version {
+		err = fmt.Errorf("proxy: member %s answered a hello of version %d in version %d", addr, version, spoken)
 	}
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
 	nc.SetDeadline(time.Time{})
-	u := &upConn{p: p, nc: nc, addr: addr, br: br, idle: max(3*p.cfg.KeepAliveInterval, 3*time.Second)}
+	u := &upConn{p: p, nc: nc, addr: addr, br: br, idle: max(3*p.cfg.KeepAliveInterval, 3*time.Second), version: version}
 	u.zxid.Store(zxid)
 	u.mu.chans = map[int64]*client{}
 	u.out = wire.NewOutbox(upstreamQueueBytes)
+	if version >= 2 {
+		u.sw = newSharedWatches(u)
+	}
 	p.goTracked(u.writer)
 	return u, nil
 }
@@ -95,6 +120,25 @@ func (u *upConn) run() error {
 		case wire.KindClose:
 			if c := u.drop(ch); c != nil {
 				c.closeAfterFlush()
+			}
+		case wire.KindEvent, wire.KindWatching:
+			if u.sw == nil {
+				return fmt.Errorf("proxy: member sent a %v frame on a version %d connection", kind, u.version)
+			}
+			if kind == wire.KindEvent {
+				e := new(wire.Event)
+				if err := jute.Unmarshal(payload, e); err != nil {
+					return err
+				}
+				u.sw.event(e)
+				continue
+			}
+			w := new(wire.Watching)
+			if err := jute.Unmarshal(payload, w); err != nil {
+				return err
+			}
+			if c := u.channel(ch); c != nil {
+				u.sw.watching(c, w)
 			}
 		case wire.KindProgress:
 			pr := new(wire.Progress)

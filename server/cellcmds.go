@@ -28,7 +28,8 @@ import (
 //
 //	cells                                  list the map's cells
 //	cell_show     ?name=                   one cell: the map's record, and this member's view of it
-//	cell_create   ?name= &voters=1,2,3 [&observers=] &port= [&tls_port=] [&max_znodes= &max_data_bytes= &max_sessions= &max_watches= &max_request_rate=]
+//	cell_create   ?name= &voters=1,2,3 [&observers=] &port= [&tls_port=] [&max_znodes= &max_data_bytes= &max_sessions= &max_watches= &max_request_rate=] [&import=true]
+//	cell_release  ?name=                   let the members of a cell created with import=true start it (after zkraft import --cell on each)
 //	cell_limits   ?name= [&max_...=]       replace a cell's limits
 //	cell_move     ?name= &voters= [&observers=]  move a cell's replicas to another placement, online
 //	cell_delete   ?name= [&force=true]     delete: refused unless the cell is empty (read here) or forced
@@ -258,8 +259,26 @@ func cellCreateJSON(s *cellView, q url.Values) (jobj, string) {
 	}
 	ctx, cancel := s.cellCtx()
 	defer cancel()
-	return replyJSON(s.fleet.propose(ctx, &fleet.CreateCell{Name: q.Get("name"), Placement: fleet.Placement{Voters: voters, Observers: observers},
-		ClientPort: port, TLSPort: tlsPort, Limits: limits}))
+	cc := &fleet.CreateCell{Name: q.Get("name"), Placement: fleet.Placement{Voters: voters, Observers: observers},
+		ClientPort: port, TLSPort: tlsPort, Limits: limits}
+	if q.Get("import") == "true" {
+		// Created importing: no member starts it until cell_release
+		// (docs/cells.md, Consolidation).
+		return replyJSON(s.fleet.propose(ctx, (*fleet.ImportCell)(cc)))
+	}
+	return replyJSON(s.fleet.propose(ctx, cc))
+}
+
+// cellReleaseJSON lets the members of an importing cell start their
+// replicas, from the stores zkraft import --cell wrote.
+func cellReleaseJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.ReleaseCell{Name: c.Name, Expect: c.Updated}))
 }
 
 // cellFor reads the map linearizably and finds the cell name.

@@ -84,6 +84,10 @@ type conn struct {
 	auth atomic.Pointer[[]jute.ID]
 
 	watchKeys keySet // its watches, guarded by cell.watches.mu (watch.go)
+	// shared is set on the conn that stands for a proxy's upstream
+	// connection in the watch registry (its shared watches, upstream.go),
+	// which serves nothing; nil on every other.
+	shared *sharedWatcher
 	// held are the notifications held while a read that sets watches
 	// runs (registry.hold), guarded by cell.watches.mu.
 	held struct {
@@ -142,18 +146,21 @@ type conn struct {
 
 // pending is one request waiting for its reply.
 type pending struct {
-	xid        int32
-	op         jute.OpCode
-	prop       proposal                // a proposed write
-	exec       func() (*result, error) // a read, run in order
-	watching   bool                    // exec may set watches (readOp)
-	res        *result                 // what exec returned
-	executed   chan struct{}           // closed once exec has run (queued reads only)
-	after      func()                  // runs after the reply is queued
-	frame      []byte                  // a ready reply
-	start      time.Time               // when the request was read, for latency
-	size       int                     // request bytes, for the queue's bound
-	slot       bool                    // holds a global slot (limits.go)
+	xid      int32
+	op       jute.OpCode
+	prop     proposal                // a proposed write
+	exec     func() (*result, error) // a read, run in order
+	watching bool                    // exec may set watches (readOp)
+	// sharedGen: a read a proxy sent as DataShared (opShared), whose
+	// watches are the upstream connection's shared ones; 0 otherwise.
+	sharedGen  int64
+	res        *result       // what exec returned
+	executed   chan struct{} // closed once exec has run (queued reads only)
+	after      func()        // runs after the reply is queued
+	frame      []byte        // a ready reply
+	start      time.Time     // when the request was read, for latency
+	size       int           // request bytes, for the queue's bound
+	slot       bool          // holds a global slot (limits.go)
 	closeAfter bool
 	// auditBody is a write's request, kept for the audit log when it is
 	// on (audit.go).
@@ -212,7 +219,16 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 	return c
 }
 
-func (c *conn) authIDs() []jute.ID       { return *c.auth.Load() }
+func (c *conn) authIDs() []jute.ID { return *c.auth.Load() }
+
+// sharedWatcher is the shared watches of the version 2 upstream
+// connection whose channel c serves, nil for any other conn.
+func (c *conn) sharedWatcher() *sharedWatcher {
+	if v, ok := c.nc.(*vconn); ok {
+		return v.up.shared
+	}
+	return nil
+}
 func (c *conn) setAuthIDs(ids []jute.ID) { c.auth.Store(&ids) }
 
 // rawRecord is an already-encoded record.
@@ -331,7 +347,7 @@ func (c *conn) handshake() (bool, error) {
 	if _, err := io.ReadFull(c.nc, first[:]); err != nil {
 		return false, err
 	}
-	if word := string(first[:]); isFourLetterWord(word) {
+	if word := string(first[:]); c.srv.ops.commands.IsWord(word) {
 		c.fourLetterWord(word)
 		return false, nil
 	}
@@ -618,6 +634,22 @@ func (c *conn) dispatch(hdr *jute.RequestHeader, body []byte) (*pending, error) 
 			}
 		}
 		return c.propose(p, cmd, false)
+	case hdr.Type == opShared && c.sharedWatcher() != nil:
+		// A proxy's DataShared read: the generation, then the request's
+		// own header and record.
+		r := jute.NewReader(body)
+		gen := r.Long()
+		inner := new(jute.RequestHeader)
+		inner.Decode(r)
+		if r.Err() != nil || gen <= 0 || inner.Xid != hdr.Xid {
+			return nil, errMalformedShared
+		}
+		p.op, p.sharedGen = inner.Type, gen
+		p.exec, p.closeAfter, p.watching = c.readOp(inner, r.Rest())
+		if p.watching && c.cell.watchesFull() {
+			c.log().Warn("connection closed: the cell has its maximum of watches", "maxWatches", c.cell.cellLimits().MaxWatches)
+			return nil, errWatchLimit
+		}
 	default:
 		p.exec, p.closeAfter, p.watching = c.readOp(hdr, body)
 		if p.watching && c.cell.watchesFull() {
@@ -661,8 +693,9 @@ func (c *conn) propose(p *pending, cmd *raftsm.Command, closeAfter bool) (*pendi
 }
 
 var (
-	errMalformedAuth = errors.New("server: malformed auth packet")
-	errNoLeader      = errors.New("server: no leader")
+	errMalformedAuth   = errors.New("server: malformed auth packet")
+	errMalformedShared = errors.New("server: malformed shared-watch request from a proxy")
+	errNoLeader        = errors.New("server: no leader")
 )
 
 // push queues a request for the processor, starting one unless it runs.
@@ -835,7 +868,11 @@ func (c *conn) process(p *pending, byReader, more bool) (writer bool) {
 		// The reply and the notifications finishRead queues are written
 		// here, as reply writes a reply alone.
 		c.beginWrite()
-		c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+		if sw := c.sharedWatcher(); p.sharedGen != 0 && sw != nil {
+			c.cell.watches.finishSharedRead(c, sw, p.xid, p.sharedGen, p.res.at, p.res.before, frame, p.res.want)
+		} else {
+			c.cell.watches.finishRead(c, p.res.at, p.res.before, frame, p.res.want)
+		}
 	} else {
 		c.waitOutboxRoom(byReader) // a slow reader holds the pipeline, not memory
 		c.beginWrite()

@@ -386,6 +386,9 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	h.ctx, h.cancel = context.WithCancel(s.ctx)
 	h.start(s, func() { cl.sessionLoop(h.ctx) })
 	h.start(s, func() { cl.sweepLoop(h.ctx) })
+	// A replica zkraft import --cell filled compares its import record
+	// with the cell's other replicas, as an imported default cell does.
+	h.start(s, func() { cl.checkImportLoop(h.ctx) })
 	if s.cfg.DigestCheckInterval > 0 {
 		h.start(s, func() { cl.digestLoop(h.ctx) })
 	}

@@ -8,12 +8,14 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/proxy/wire"
+	"github.com/zkraft/zkraft/znode"
 )
 
 // The upstream listener (Config.ProxyAddr) serves zkraft proxies over the
@@ -137,6 +139,11 @@ type upstream struct {
 	srv  *Server
 	nc   net.Conn
 	name string // the proxy's, from its Hello
+	// version is the protocol version the connection speaks (the
+	// proxy's, when the member speaks it); shared is its shared watches,
+	// from version 2 on (nil before). Both set by hello.
+	version int32
+	shared  *sharedWatcher
 
 	// out is the queue of frames for the writer goroutine, in order.
 	out *wire.Outbox // frames for the writer
@@ -169,6 +176,9 @@ func (u *upstream) serve() {
 	for _, v := range chans {
 		v.remoteClose()
 	}
+	if u.shared != nil {
+		u.srv.cell.watches.removeConn(u.shared.conn)
+	}
 	u.srv.up.mu.Lock()
 	delete(u.srv.up.mu.conns, u)
 	u.srv.up.mu.Unlock()
@@ -188,9 +198,13 @@ func (u *upstream) hello(br *bufio.Reader) error {
 	if kind != wire.KindHello {
 		return fmt.Errorf("%w: first frame %v", wire.ErrBadMagic, kind)
 	}
-	rep, refused := wire.Accept(payload)
+	rep, refused := wire.Accept(payload, wire.MinVersion, wire.Version)
 	if rep == nil {
 		return refused
+	}
+	u.version = rep.Version
+	if refused == nil && u.version >= 2 {
+		u.shared = newSharedWatcher(u)
 	}
 	rep.Zxid = u.srv.lastZxid()
 	h := new(wire.Hello)
@@ -204,7 +218,7 @@ func (u *upstream) hello(br *bufio.Reader) error {
 		u.srv.log.Warn("proxy refused", "remote", u.nc.RemoteAddr().String(), "err", refused)
 		return refused
 	}
-	u.srv.log.Info("proxy connected", "proxy", u.name, "remote", u.nc.RemoteAddr().String())
+	u.srv.log.Info("proxy connected", "proxy", u.name, "remote", u.nc.RemoteAddr().String(), "protocol", u.version)
 	return nil
 }
 
@@ -230,6 +244,26 @@ func (u *upstream) run(br *bufio.Reader) error {
 			if v := u.channel(ch); v != nil {
 				v.deliver(payload)
 			}
+		case wire.KindDataShared:
+			if u.shared == nil {
+				return fmt.Errorf("server: proxy sent a %v frame on a version %d connection", kind, u.version)
+			}
+			d := new(wire.DataShared)
+			if err := jute.Unmarshal(payload, d); err != nil {
+				return err
+			}
+			if v := u.channel(ch); v != nil {
+				v.deliver(sharedRequest(d))
+			}
+		case wire.KindUnwatch:
+			if u.shared == nil {
+				return fmt.Errorf("server: proxy sent a %v frame on a version %d connection", kind, u.version)
+			}
+			uw := new(wire.Unwatch)
+			if err := jute.Unmarshal(payload, uw); err != nil {
+				return err
+			}
+			u.srv.cell.watches.unwatch(u.shared, sharedKey{watchTable(uw.Watch.Table), uw.Watch.Path, sharedMode(watchMode(uw.Watch.Mode))}, uw.Gen)
 		case wire.KindClose:
 			if v := u.channel(ch); v != nil {
 				u.drop(ch)
@@ -282,6 +316,9 @@ func (u *upstream) open(ch int64, payload []byte) error {
 		v.Close()
 		return nil
 	}
+	u.mu.Lock()
+	v.c = c
+	u.mu.Unlock()
 	if !u.srv.routines.start(c.serve) {
 		v.Close()
 		u.srv.unregister(c)
@@ -369,6 +406,10 @@ type vconn struct {
 	up     *upstream
 	ch     int64
 	remote net.Addr
+	// c is the conn serving the channel, set once registered (guarded
+	// by up.mu): a shared watch's Event names the channels whose
+	// session may not read the znode.
+	c *conn
 	// raw: a four-letter word's channel, whose answer is text, not frames.
 	raw bool
 
@@ -526,3 +567,100 @@ func (v *vconn) RemoteAddr() net.Addr               { return v.remote }
 func (v *vconn) SetDeadline(t time.Time) error      { return nil }
 func (v *vconn) SetReadDeadline(t time.Time) error  { return nil }
 func (v *vconn) SetWriteDeadline(t time.Time) error { return nil }
+
+// opShared is the op code of a request a proxy sent as DataShared, as the
+// channel's conn reads it: its header's xid, opShared, then the
+// DataShared generation and the request's own header and record. Only a
+// vconn of a version 2 upstream connection produces it (sharedRequest);
+// from a client socket it is an unknown op.
+const opShared jute.OpCode = -0x7a6b
+
+// sharedRequest is the frame body a DataShared frame gives its channel's
+// conn.
+func sharedRequest(d *wire.DataShared) []byte {
+	var hdr jute.RequestHeader
+	jute.Unmarshal(d.Request, &hdr) // a header that does not decode: the conn answers MARSHALLINGERROR
+	b := binary.BigEndian.AppendUint32(nil, uint32(hdr.Xid))
+	op := int32(opShared)
+	b = binary.BigEndian.AppendUint32(b, uint32(op))
+	b = binary.BigEndian.AppendUint64(b, uint64(d.Gen))
+	return append(b, d.Request...)
+}
+
+// sharedWatcher is a version 2 upstream connection's shared watches: in
+// the cell's watch registry they are the watches of conn, a conn that
+// serves nothing and stands for the connection, and each change that
+// fires any of them is one Event frame on the connection (docs/proxy.md).
+type sharedWatcher struct {
+	up   *upstream
+	conn *conn
+	// gens is, per shared watch, the newest DataShared generation that
+	// registered it (Unwatch's order against DataShared), guarded by the
+	// registry's mu.
+	gens map[sharedKey]int64
+}
+
+// sharedKey names one shared watch on the member: a table, a path and
+// the one mode it is held in (persistent or recursive: sharedMode).
+type sharedKey struct {
+	table watchTable
+	path  string
+	mode  watchMode
+}
+
+func newSharedWatcher(u *upstream) *sharedWatcher {
+	sw := &sharedWatcher{up: u, gens: map[sharedKey]int64{}}
+	sw.conn = &conn{srv: u.srv, cell: u.srv.cell, shared: sw, done: make(chan struct{})}
+	sw.conn.setAuthIDs(nil)
+	return sw
+}
+
+// channelOf is the channel c serves on the connection, 0 for none.
+func (sw *sharedWatcher) channelOf(c *conn) int64 {
+	if v, ok := c.nc.(*vconn); ok && v.up == sw.up {
+		return v.ch
+	}
+	return 0
+}
+
+// event queues the Event of a change that fired a shared watch. It runs
+// under the registry's mu (and the state machine's lock), in zxid order.
+func (sw *sharedWatcher) event(zxid int64, typ jute.EventType, path string, acl []jute.ACL) {
+	sw.send(sw.eventFrame(zxid, typ, path, acl))
+}
+
+// eventFrame is the Event frame of a change, naming the channels whose
+// session may not read the znode when it is not world-readable (one ACL
+// check per channel of the connection then, none otherwise).
+func (sw *sharedWatcher) eventFrame(zxid int64, typ jute.EventType, path string, acl []jute.ACL) []byte {
+	e := &wire.Event{Zxid: zxid, Type: int32(typ), Path: path}
+	if znode.CheckACL(acl, jute.PermRead, nil) != nil {
+		sw.up.mu.Lock()
+		for ch, v := range sw.up.mu.chans {
+			if v.c != nil && znode.CheckACL(acl, jute.PermRead, v.c.authIDs()) != nil {
+				e.Denied = append(e.Denied, ch)
+			}
+		}
+		sw.up.mu.Unlock()
+		slices.Sort(e.Denied)
+	}
+	return wire.AppendRecord(nil, wire.KindEvent, 0, e)
+}
+
+// send queues frames without waiting (it runs under the registry's mu);
+// a proxy that does not read has its connection closed by the writer's
+// timeout, or here once sharedQueueLimit bytes wait.
+func (sw *sharedWatcher) send(frames ...[]byte) {
+	if sw.up.out.Queued() > sharedQueueLimit {
+		sw.up.srv.log.Warn("proxy too slow: upstream outbox full, closing its connection", "proxy", sw.up.name)
+		sw.up.closeOut()
+		sw.up.nc.Close()
+		return
+	}
+	sw.up.send(false, frames...)
+}
+
+// sharedQueueLimit bounds what shared watches queue for a proxy that
+// does not read: past it its connection closes (all its clients
+// reconnect, their watches with setWatches).
+const sharedQueueLimit = 8 * upstreamQueueBytes

@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/proxy/wire"
 	"github.com/zkraft/zkraft/znode"
 )
 
@@ -240,6 +241,91 @@ func (r *registry) finishRead(c *conn, at int64, before []note, reply []byte, wa
 	}
 }
 
+// finishSharedRead is finishRead for a read a proxy sent as DataShared
+// (upstream.go) on a version 2 upstream connection: the watches the read
+// asks for become the connection's shared watches (sw.conn), registered
+// as of at in persistent or recursive mode (the proxy keeps each
+// session's one-shot watches itself), and what they would have fired
+// since at goes out as Events. On the upstream connection the Watching
+// frame naming them, then those Events, are queued under mu, so before
+// the read's reply (queued here on the channel's outbox, written to the
+// upstream connection later) and before any later Event.
+func (r *registry) finishSharedRead(c *conn, sw *sharedWatcher, xid int32, gen, at int64, before []note, reply []byte, want []watchReq) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	held := c.held.notes
+	c.held.on, c.held.notes = false, nil
+	i := 0
+	for ; i < len(held) && held[i].zxid <= at; i++ {
+		c.notify(held[i].zxid, held[i].typ, held[i].path)
+	}
+	if reply == nil {
+		return
+	}
+	for _, n := range before {
+		c.notify(n.zxid, n.typ, n.path)
+	}
+	if len(want) > 0 {
+		rt := &r.mu.recent
+		if at < rt.last && at < rt.floor {
+			c.log().Info("shared watch registration fell behind the recent changes: closing the channel",
+				"session", hexID(c.sessionID), "readZxid", at, "oldestKnown", rt.floor)
+			c.enqueue(reply)
+			c.closeAfterFlush()
+			return
+		}
+		mark := &wire.Watching{Xid: xid, Zxid: at, Watches: make([]wire.Watch, 0, len(want))}
+		for _, w := range want {
+			m := sharedMode(w.mode)
+			r.setLocked(w.table, w.path, sw.conn, r.getLocked(w.table, w.path, sw.conn)|m)
+			if k := (sharedKey{w.table, w.path, m}); sw.gens[k] < gen {
+				sw.gens[k] = gen
+			}
+			mark.Watches = append(mark.Watches, wire.Watch{Table: int32(w.table), Mode: int32(w.mode), Path: w.path})
+		}
+		frames := [][]byte{wire.AppendRecord(nil, wire.KindWatching, sw.channelOf(c), mark)}
+		if at < rt.last {
+			for j := rt.after(at); j < len(rt.buf); j++ {
+				t := rt.at(j)
+				for _, w := range want {
+					if w.fires(t) {
+						frames = append(frames, sw.eventFrame(t.zxid, t.typ, t.path, t.acl))
+						break
+					}
+				}
+			}
+		}
+		sw.send(frames...)
+	}
+	c.enqueue(reply)
+	for _, n := range held[i:] {
+		c.notify(n.zxid, n.typ, n.path)
+	}
+}
+
+// sharedMode is the mode a shared watch is held in on the member: a
+// one-shot watch is kept persistent (the proxy uses each session's up
+// itself, and drops the upstream one with Unwatch when nobody wants it),
+// so that no change between two sessions' reads is missed.
+func sharedMode(m watchMode) watchMode {
+	if m&modeRecursive != 0 {
+		return modeRecursive
+	}
+	return modePersistent
+}
+
+// unwatch drops the shared watch k of sw unless a DataShared of a later
+// generation than gen registered it again.
+func (r *registry) unwatch(sw *sharedWatcher, k sharedKey, gen int64) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if g, ok := sw.gens[k]; !ok || g > gen {
+		return
+	}
+	delete(sw.gens, k)
+	r.setLocked(k.table, k.path, sw.conn, r.getLocked(k.table, k.path, sw.conn)&^k.mode)
+}
+
 // keySet is the watch keys of one connection: a slice while there are few
 // (most connections watch a handful of paths, and a map per connection
 // would be most of the memory of a watch), a map once there are many.
@@ -394,6 +480,12 @@ func (r *registry) trigger(zxid int64, typ jute.EventType, path string, acl []ju
 	// Queue while holding mu so two triggers cannot interleave their events
 	// on one connection out of zxid order.
 	for c := range fired {
+		if c.shared != nil {
+			// A proxy's shared watches: one Event on its upstream
+			// connection, ahead of every reply that reflects the change.
+			c.shared.event(zxid, typ, path, acl)
+			continue
+		}
 		if znode.CheckACL(acl, jute.PermRead, c.authIDs()) != nil {
 			continue
 		}

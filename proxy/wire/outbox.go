@@ -76,3 +76,10 @@ func (o *Outbox) Close() {
 	o.cond.Broadcast()
 	o.mu.Unlock()
 }
+
+// Queued is the number of bytes queued and not yet taken by the writer.
+func (o *Outbox) Queued() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bytes
+}

@@ -15,7 +15,7 @@ import (
 // describes them: length, kind 1, channel 0, magic "zkrp", version 1, the
 // name as a Jute ustring.
 func TestHelloBytes(t *testing.T) {
-	got := AppendRecord(nil, KindHello, 0, &Hello{Magic: Magic, Version: Version, Name: "p1"})
+	got := AppendRecord(nil, KindHello, 0, &Hello{Magic: Magic, Version: 1, Name: "p1"})
 	want := "0000001a" + "00000001" + "0000000000000000" + "7a6b7270" + "00000001" + "00000002" + "7031"
 	if hex.EncodeToString(got) != want {
 		t.Fatalf("hello = %x, want %s", got, want)
@@ -78,25 +78,34 @@ func TestReadFrameBounds(t *testing.T) {
 func TestAccept(t *testing.T) {
 	enc := func(h *Hello) []byte { w := jute.NewWriter(0); h.Encode(w); return w.Bytes() }
 
-	rep, err := Accept(enc(&Hello{Magic: Magic, Version: Version, Name: "p"}))
-	if err != nil || rep.Err != HelloOK {
-		t.Fatalf("same version: %+v %v", rep, err)
-	}
-	frame := AppendRecord(nil, KindHelloReply, 0, rep)
-	k, _, p, _ := ReadFrame(bytes.NewReader(frame), 1<<10)
-	if _, err := CheckReply(k, p); err != nil {
-		t.Fatalf("CheckReply(ok) = %v", err)
+	for _, v := range []int32{MinVersion, Version} {
+		rep, err := Accept(enc(&Hello{Magic: Magic, Version: v, Name: "p"}), MinVersion, Version)
+		if err != nil || rep.Err != HelloOK || rep.Version != v {
+			t.Fatalf("version %d: %+v %v", v, rep, err)
+		}
+		frame := AppendRecord(nil, KindHelloReply, 0, rep)
+		k, _, p, _ := ReadFrame(bytes.NewReader(frame), 1<<10)
+		if got, _, err := CheckReply(k, p); err != nil || got != v {
+			t.Fatalf("CheckReply(ok) = %d %v, want version %d", got, err, v)
+		}
 	}
 
-	rep, err = Accept(enc(&Hello{Magic: Magic, Version: Version + 1, Name: "p"}))
-	if !errors.Is(err, ErrRefused) || rep == nil || rep.Err != HelloVersionRefused ||
+	// A version 1 member and a version 2 proxy: refused, with the version
+	// the member speaks, so that the proxy can say hello again in it.
+	rep, err := Accept(enc(&Hello{Magic: Magic, Version: 2, Name: "p"}), 1, 1)
+	if !errors.Is(err, ErrRefused) || rep == nil || rep.Err != HelloVersionRefused || rep.Version != 1 ||
 		!strings.Contains(rep.Message, "version 2") || !strings.Contains(rep.Message, "speaks 1") {
 		t.Fatalf("other version: %+v %v", rep, err)
 	}
-	frame = AppendRecord(nil, KindHelloReply, 0, rep)
-	k, _, p, _ = ReadFrame(bytes.NewReader(frame), 1<<10)
-	if _, err := CheckReply(k, p); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "speaks 1") {
+	frame := AppendRecord(nil, KindHelloReply, 0, rep)
+	k, _, p, _ := ReadFrame(bytes.NewReader(frame), 1<<10)
+	var refused *RefusedError
+	if _, _, err := CheckReply(k, p); !errors.As(err, &refused) || !errors.Is(err, ErrRefused) || refused.Version != 1 || !strings.Contains(err.Error(), "speaks 1") {
 		t.Fatalf("CheckReply(refused) = %v", err)
+	}
+	if rep, err := Accept(enc(&Hello{Magic: Magic, Version: 3, Name: "p"}), MinVersion, Version); !errors.Is(err, ErrRefused) ||
+		!strings.Contains(rep.Message, "speaks 1 to 2") {
+		t.Fatalf("version 3: %+v %v", rep, err)
 	}
 
 	for name, b := range map[string][]byte{
@@ -104,7 +113,7 @@ func TestAccept(t *testing.T) {
 		"short":     {0x7a, 0x6b},
 		"client":    jute.Marshal(&jute.ConnectRequest{TimeOut: 1000, Passwd: make([]byte, 16)}),
 	} {
-		if rep, err := Accept(b); !errors.Is(err, ErrBadMagic) || rep != nil {
+		if rep, err := Accept(b, MinVersion, Version); !errors.Is(err, ErrBadMagic) || rep != nil {
 			t.Errorf("%s: %+v %v, want ErrBadMagic and no reply", name, rep, err)
 		}
 	}
@@ -129,5 +138,47 @@ func TestOpenCarriesOneThing(t *testing.T) {
 		if err := jute.Unmarshal(w.Bytes(), new(Open)); err == nil {
 			t.Errorf("%s: decoded", name)
 		}
+	}
+}
+
+// TestSharedWatchRecords: version 2's records round-trip, and a watch of
+// an unknown table or mode, or a count longer than its frame, does not
+// decode.
+func TestSharedWatchRecords(t *testing.T) {
+	w := Watching{Xid: 7, Zxid: 1 << 33, Watches: []Watch{{WatchTableData, WatchStandard, "/a"}, {WatchTableData, WatchRecursive, "/"}}}
+	var got Watching
+	if err := jute.Unmarshal(jute.Marshal(&w), &got); err != nil || got.Xid != 7 || got.Zxid != 1<<33 || len(got.Watches) != 2 || got.Watches[1] != w.Watches[1] {
+		t.Fatalf("watching: %+v %v", got, err)
+	}
+	e := Event{Zxid: 9, Type: int32(jute.EventNodeDeleted), Path: "/a/b", Denied: []int64{3, 4}}
+	var ge Event
+	if err := jute.Unmarshal(jute.Marshal(&e), &ge); err != nil || ge.Path != "/a/b" || len(ge.Denied) != 2 || ge.Denied[1] != 4 {
+		t.Fatalf("event: %+v %v", ge, err)
+	}
+	d := DataShared{Gen: 5, Request: []byte{1, 2, 3}}
+	var gd DataShared
+	if err := jute.Unmarshal(jute.Marshal(&d), &gd); err != nil || gd.Gen != 5 || !bytes.Equal(gd.Request, d.Request) {
+		t.Fatalf("dataShared: %+v %v", gd, err)
+	}
+	u := Unwatch{Gen: 11, Watch: Watch{WatchTableChild, WatchPersistent, "/c"}}
+	var gu Unwatch
+	if err := jute.Unmarshal(jute.Marshal(&u), &gu); err != nil || gu != u {
+		t.Fatalf("unwatch: %+v %v", gu, err)
+	}
+	for name, bad := range map[string]jute.Record{
+		"child recursive": &Watch{WatchTableChild, WatchRecursive, "/"},
+		"table 2":         &Watch{2, WatchStandard, "/"},
+		"mode 3":          &Watch{WatchTableData, 3, "/"},
+	} {
+		if err := jute.Unmarshal(jute.Marshal(bad), new(Watch)); err == nil {
+			t.Errorf("%s: decoded", name)
+		}
+	}
+	long := jute.NewWriter(0)
+	long.Int(1)
+	long.Long(2)
+	long.Int(1 << 30)
+	if err := jute.Unmarshal(long.Bytes(), new(Watching)); err == nil {
+		t.Error("a watching longer than its frame decoded")
 	}
 }

@@ -9,19 +9,9 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/linreg"
 )
-
-// clock gives every recorded time as nanoseconds since the run began, on
-// the monotonic clock.
-type clock struct{ t0 time.Time }
-
-func (c clock) now() int64           { return int64(time.Since(c.t0)) }
-func (c clock) at(t time.Time) int64 { return int64(t.Sub(c.t0)) }
-func (c clock) fmt(ns int64) string  { return (time.Duration(ns)).Round(time.Millisecond).String() }
-func (c clock) dur(from, to int64) string {
-	return time.Duration(to - from).Round(time.Millisecond).String()
-}
-func (c clock) since(ns int64) time.Duration { return time.Duration(c.now() - ns) }
 
 // sessionEvent is one session state change a client saw.
 type sessionEvent struct {
@@ -35,7 +25,7 @@ type sessionEvent struct {
 type client struct {
 	name string
 	conn *zk.Conn
-	clk  clock
+	clk  linreg.Clock
 
 	mu     sync.Mutex
 	events []sessionEvent
@@ -71,7 +61,7 @@ func (c cappedConn) SetDeadline(t time.Time) error      { return c.Conn.SetDeadl
 
 // newClient connects to addrs (go-zookeeper shuffles them) and waits for a
 // session.
-func newClient(name string, addrs []string, timeout time.Duration, clk clock, logw io.Writer) (*client, error) {
+func newClient(name string, addrs []string, timeout time.Duration, clk linreg.Clock, logw io.Writer) (*client, error) {
 	c := &client{name: name, clk: clk}
 	limit := timeout * 2 / 3
 	dialer := func(network, address string, connectTimeout time.Duration) (net.Conn, error) {
@@ -105,7 +95,7 @@ func (c *client) onEvent(ev zk.Event) {
 		return
 	}
 	c.mu.Lock()
-	c.events = append(c.events, sessionEvent{at: c.clk.now(), state: ev.State, server: ev.Server})
+	c.events = append(c.events, sessionEvent{at: c.clk.Now(), state: ev.State, server: ev.Server})
 	if ev.State == zk.StateExpired {
 		c.expiries++
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/linreg"
 )
 
 // Settings of the run. The defaults are the short form run by go test in
@@ -59,7 +61,7 @@ type fault struct {
 type faultRun struct {
 	t      *testing.T
 	cl     *cluster
-	clk    clock
+	clk    linreg.Clock
 	w      *workload
 	faults []*fault
 	mu     sync.Mutex
@@ -151,7 +153,7 @@ func TestFaults(t *testing.T) {
 		t.Fatalf("ensemble did not come up: %v", err)
 	}
 
-	clk := clock{t0: time.Now()}
+	clk := linreg.Clock{T0: time.Now()}
 	clientLog, err := os.Create(filepath.Join(dir, "clients.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -185,7 +187,7 @@ func TestFaults(t *testing.T) {
 	for _, p := range []string{"/reg", "/acked", lockDir} {
 		mustCreate(t, admin, p)
 	}
-	w := &workload{clk: clk, keys: keysPerRound, hist: &history{}, acks: newAckLog()}
+	w := &workload{clk: clk, keys: keysPerRound, hist: &linreg.History{}, acks: newAckLog()}
 	startRound := func(r int) {
 		mustCreate(t, admin, fmt.Sprintf("/reg/r%d", r))
 		mustCreate(t, admin, fmt.Sprintf("/acked/r%d", r))
@@ -231,7 +233,7 @@ func TestFaults(t *testing.T) {
 			// removed.
 			fr.verifyAndPrune(round-2, admin, connect)
 		}
-		t.Logf("round %d at %s", round, clk.fmt(clk.now()))
+		t.Logf("round %d at %s", round, clk.Fmt(clk.Now()))
 		fr.killLeader(round)
 		fr.killFollower(round)
 		// Alternate the targets: even rounds pause the leader and cut off
@@ -348,7 +350,7 @@ func (f *faultRun) healthy(what string) int64 {
 	if err := f.cl.waitHealthy(healthyWithin); err != nil {
 		f.t.Fatalf("after %s: %v", what, err)
 	}
-	return f.clk.now()
+	return f.clk.Now()
 }
 
 // awaitNewLeader measures the failover after the leader's fault.
@@ -357,21 +359,21 @@ func (f *faultRun) awaitNewLeader(ft *fault, skip func(*member) bool) {
 	if err != nil {
 		f.t.Fatalf("%s of leader %d: %v", ft.kind, ft.member, err)
 	}
-	ft.newLeader, ft.leaderAt = l, f.clk.at(at)
+	ft.newLeader, ft.leaderAt = l, f.clk.At(at)
 }
 
 func (f *faultRun) killLeader(round int) {
 	l := f.leaderNow()
 	m := f.cl.member(l)
 	ft := &fault{kind: "kill-leader", member: l, wasLeader: true, round: round}
-	ft.start = f.clk.at(f.cl.kill(m))
+	ft.start = f.clk.At(f.cl.kill(m))
 	f.awaitNewLeader(ft, nil)
 	time.Sleep(settle)
 	f.cl.start(m)
 	ft.end = f.healthy("restarting the killed leader")
 	ft.firstWrite = f.w.firstWriteAfter(ft.start)
 	ft.description = fmt.Sprintf("SIGKILL leader %d at %s; member %d leads %s later; first write acknowledged %s after the kill; restarted, healthy at %s",
-		l, f.clk.fmt(ft.start), ft.newLeader, f.clk.dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite), f.clk.fmt(ft.end))
+		l, f.clk.Fmt(ft.start), ft.newLeader, f.clk.Dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite), f.clk.Fmt(ft.end))
 	f.record(ft)
 	time.Sleep(settle)
 }
@@ -381,11 +383,11 @@ func (f *faultRun) killFollower(round int) {
 	id := f.follower(l)
 	m := f.cl.member(id)
 	ft := &fault{kind: "kill-follower", member: id, round: round}
-	ft.start = f.clk.at(f.cl.kill(m))
+	ft.start = f.clk.At(f.cl.kill(m))
 	time.Sleep(settle)
 	f.cl.start(m)
 	ft.end = f.healthy("restarting the killed follower")
-	ft.description = fmt.Sprintf("SIGKILL follower %d at %s; restarted, healthy at %s", id, f.clk.fmt(ft.start), f.clk.fmt(ft.end))
+	ft.description = fmt.Sprintf("SIGKILL follower %d at %s; restarted, healthy at %s", id, f.clk.Fmt(ft.start), f.clk.Fmt(ft.end))
 	f.record(ft)
 	time.Sleep(settle)
 }
@@ -399,25 +401,25 @@ func (f *faultRun) pause(round int, leader bool) {
 	m := f.cl.member(id)
 	ft := &fault{kind: "pause", member: id, wasLeader: leader, round: round}
 	f.cl.pause(m)
-	ft.start = f.clk.now() // once the signal is sent: the test may be descheduled before it
+	ft.start = f.clk.Now() // once the signal is sent: the test may be descheduled before it
 	if leader {
 		f.awaitNewLeader(ft, nil) // statuses skip the paused member
 	}
-	time.Sleep(pauseFor - f.clk.since(ft.start))
+	time.Sleep(pauseFor - f.clk.Since(ft.start))
 	f.cl.resume(m)
-	resumed := f.clk.now()
+	resumed := f.clk.Now()
 	ft.end = f.healthy("SIGCONT")
 	ft.firstWrite = f.w.firstWriteAfter(ft.start)
 	role := "follower"
 	if leader {
 		role = "leader"
 	}
-	ft.description = fmt.Sprintf("SIGSTOP %s %d at %s for %s", role, id, f.clk.fmt(ft.start), f.clk.dur(ft.start, resumed))
+	ft.description = fmt.Sprintf("SIGSTOP %s %d at %s for %s", role, id, f.clk.Fmt(ft.start), f.clk.Dur(ft.start, resumed))
 	if leader {
 		ft.description += fmt.Sprintf("; member %d leads %s later; first write acknowledged %s after the pause",
-			ft.newLeader, f.clk.dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite))
+			ft.newLeader, f.clk.Dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite))
 	}
-	ft.description += fmt.Sprintf("; SIGCONT, healthy at %s", f.clk.fmt(ft.end))
+	ft.description += fmt.Sprintf("; SIGCONT, healthy at %s", f.clk.Fmt(ft.end))
 	f.record(ft)
 	time.Sleep(settle)
 }
@@ -432,28 +434,28 @@ func (f *faultRun) partition(round int, leader bool) {
 	if err := f.cl.lab.isolate(id); err != nil {
 		f.t.Fatalf("isolate member %d: %v", id, err)
 	}
-	ft.start = f.clk.now() // once the link is down: ip(8) takes a few milliseconds
+	ft.start = f.clk.Now() // once the link is down: ip(8) takes a few milliseconds
 	cut := func(m *member) bool { return m.id == id }
 	if leader {
 		f.awaitNewLeader(ft, cut)
 	}
-	time.Sleep(partitionFor - f.clk.since(ft.start))
+	time.Sleep(partitionFor - f.clk.Since(ft.start))
 	if err := f.cl.lab.heal(id); err != nil {
 		f.t.Fatalf("heal member %d: %v", id, err)
 	}
-	healed := f.clk.now()
+	healed := f.clk.Now()
 	ft.end = f.healthy("healing the partition")
 	ft.firstWrite = f.w.firstWriteAfter(ft.start)
 	role := "follower"
 	if leader {
 		role = "leader"
 	}
-	ft.description = fmt.Sprintf("cut off %s %d at %s for %s", role, id, f.clk.fmt(ft.start), f.clk.dur(ft.start, healed))
+	ft.description = fmt.Sprintf("cut off %s %d at %s for %s", role, id, f.clk.Fmt(ft.start), f.clk.Dur(ft.start, healed))
 	if leader {
 		ft.description += fmt.Sprintf("; member %d leads %s later; first write acknowledged %s after the cut",
-			ft.newLeader, f.clk.dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite))
+			ft.newLeader, f.clk.Dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite))
 	}
-	ft.description += fmt.Sprintf("; healed, healthy at %s", f.clk.fmt(ft.end))
+	ft.description += fmt.Sprintf("; healed, healthy at %s", f.clk.Fmt(ft.end))
 	f.record(ft)
 	time.Sleep(settle)
 }
@@ -462,7 +464,7 @@ func (f *faultRun) durOrNone(from, to int64) string {
 	if to < 0 {
 		return "(none)"
 	}
-	return f.clk.dur(from, to)
+	return f.clk.Dur(from, to)
 }
 
 // checkAcked reads the ack log of the given rounds back through c, a
@@ -561,15 +563,15 @@ func head(s []string, n int) []string {
 // checkLinearizable runs porcupine on the register history.
 func (f *faultRun) checkLinearizable(dir string) {
 	t := f.t
-	ops := f.w.hist.snapshot()
+	ops := f.w.hist.Ops()
 	start := time.Now()
-	res, info := porcupine.CheckOperationsVerbose(registerModel, ops, 3*time.Minute)
-	t.Logf("porcupine: %d operations on %d keys: %s in %v", len(ops), len(registerModel.Partition(ops)), res, time.Since(start).Round(time.Millisecond))
+	res, info, bad := linreg.Check(ops, 3*time.Minute)
+	t.Logf("porcupine: %d operations on %d keys: %s in %v", len(ops), len(linreg.Model.Partition(ops)), res, time.Since(start).Round(time.Millisecond))
 	if res == porcupine.Ok {
 		return
 	}
 	vis := filepath.Join(dir, "linearizability.html")
-	if err := porcupine.VisualizePath(registerModel, info, vis); err != nil {
+	if err := porcupine.VisualizePath(linreg.Model, info, vis); err != nil {
 		t.Logf("visualization: %v", err)
 	}
 	if res == porcupine.Unknown {
@@ -577,11 +579,8 @@ func (f *faultRun) checkLinearizable(dir string) {
 		return
 	}
 	// Name the keys whose histories are not linearizable, and dump them.
-	for _, part := range registerModel.Partition(ops) {
-		if porcupine.CheckOperationsTimeout(registerModel, part, time.Minute) == porcupine.Ok {
-			continue
-		}
-		key := part[0].Input.(regInput).key
+	for _, part := range bad {
+		key := linreg.Key(part)
 		file := filepath.Join(dir, "history-"+strings.NewReplacer("/", "_").Replace(key)+".txt")
 		f.dumpHistory(part, file)
 		t.Errorf("history of %s (%d operations) is not linearizable: %s; visualization %s", key, len(part), file, vis)
@@ -589,15 +588,8 @@ func (f *faultRun) checkLinearizable(dir string) {
 }
 
 func (f *faultRun) dumpHistory(ops []porcupine.Operation, file string) {
-	sort.Slice(ops, func(i, j int) bool { return ops[i].Call < ops[j].Call })
 	var b strings.Builder
-	for _, op := range ops {
-		ret := "never"
-		if op.Return != 1<<63-1 {
-			ret = f.clk.fmt(op.Return)
-		}
-		fmt.Fprintf(&b, "%s .. %s client %d: %s\n", f.clk.fmt(op.Call), ret, op.ClientId, registerModel.DescribeOperation(op.Input, op.Output))
-	}
+	b.WriteString(linreg.Dump(ops, f.clk))
 	for _, ft := range f.faults {
 		fmt.Fprintf(&b, "fault: %s\n", ft.description)
 	}
@@ -625,7 +617,7 @@ func (f *faultRun) checkExpiries(clients []*client) {
 				}
 			}
 			desc := fmt.Sprintf("session of %s expired at %s; it was last connected to member %d (%s) and lost that connection at %s",
-				e.client, f.clk.fmt(e.at), id, e.lastServer, f.clk.fmt(e.disconnected))
+				e.client, f.clk.Fmt(e.at), id, e.lastServer, f.clk.Fmt(e.disconnected))
 			if hit == nil {
 				t.Errorf("%s, a healthy member", desc)
 			} else {
@@ -638,19 +630,12 @@ func (f *faultRun) checkExpiries(clients []*client) {
 func (f *faultRun) summary(rounds int, lr *lockRun) {
 	t := f.t
 	h := f.w.hist
-	h.mu.Lock()
-	var kinds []string
-	for k := range h.errs {
-		kinds = append(kinds, k)
-	}
-	sort.Strings(kinds)
 	var b strings.Builder
-	fmt.Fprintf(&b, "summary: %d rounds, %d faults, %d recorded operations\n", rounds, len(f.faults), len(h.ops))
+	fmt.Fprintf(&b, "summary: %d rounds, %d faults, %d recorded operations\n", rounds, len(f.faults), len(h.Ops()))
 	fmt.Fprintf(&b, "  results by operation:\n")
-	for _, k := range kinds {
-		fmt.Fprintf(&b, "    %-40s %d\n", k, h.errs[k])
+	for _, line := range strings.Split(strings.TrimSpace(h.Summary()), "\n") {
+		fmt.Fprintf(&b, "    %s\n", line)
 	}
-	h.mu.Unlock()
 	a := f.w.acks
 	a.mu.Lock()
 	fmt.Fprintf(&b, "  ack log: %d acknowledged, %d unknown outcome, all read back on every member unless reported\n", len(a.acked), len(a.unknown))
@@ -667,7 +652,7 @@ func (f *faultRun) summary(rounds int, lr *lockRun) {
 	for _, ft := range f.faults {
 		if ft.wasLeader {
 			fmt.Fprintf(&b, "    round %d %-12s leader %d: new leader after %s, first write acknowledged after %s\n",
-				ft.round, ft.kind, ft.member, f.clk.dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite))
+				ft.round, ft.kind, ft.member, f.clk.Dur(ft.start, ft.leaderAt), f.durOrNone(ft.start, ft.firstWrite))
 		}
 	}
 	t.Log(b.String())

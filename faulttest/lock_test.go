@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/linreg"
 )
 
 // The lock recipe: ZooKeeper's, with the holder's fencing token the czxid
@@ -51,7 +53,7 @@ type holding struct {
 }
 
 type lockRun struct {
-	clk  clock
+	clk  linreg.Clock
 	res  *resource
 	mu   sync.Mutex
 	held []holding
@@ -114,7 +116,7 @@ func (l *lockRun) once(ctx context.Context, c *client, rng *rand.Rand, mine, cli
 	// Create the lock znode; after an unknown outcome, look for it.
 	path, err := c.conn.Create(lockDir+"/"+mine, nil, zk.FlagEphemeral|zk.FlagSequence, zk.WorldACL(zk.PermAll))
 	if err != nil {
-		l.note("create " + errName(err))
+		l.note("create " + linreg.ErrName(err))
 		var kids []string
 		if err := retry(ctx, func() (err error) { kids, _, err = c.conn.Children(lockDir); return }); err != nil {
 			return
@@ -136,7 +138,7 @@ func (l *lockRun) once(ctx context.Context, c *client, rng *rand.Rand, mine, cli
 		rctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := retry(rctx, func() error { return c.conn.Delete(path, -1) }, zk.ErrNoNode, zk.ErrClosing); err != nil && !errors.Is(err, zk.ErrNoNode) {
-			l.note("release " + errName(err))
+			l.note("release " + linreg.ErrName(err))
 		}
 	}
 	var token int64
@@ -202,7 +204,7 @@ func (l *lockRun) once(ctx context.Context, c *client, rng *rand.Rand, mine, cli
 	}
 
 	// Critical section: three accesses to the resource over a short hold.
-	h := holding{client: c.name, node: node, token: token, start: l.clk.now()}
+	h := holding{client: c.name, node: node, token: token, start: l.clk.Now()}
 	h.accepted = l.res.access(token)
 	if !h.accepted {
 		h.rejected++
@@ -213,7 +215,7 @@ func (l *lockRun) once(ctx context.Context, c *client, rng *rand.Rand, mine, cli
 			h.rejected++
 		}
 	}
-	h.end = l.clk.now()
+	h.end = l.clk.Now()
 	release()
 	// A client learns that its session expired only when it reconnects,
 	// which the release waits for; so whether the section ran on an
@@ -229,7 +231,7 @@ func (l *lockRun) once(ctx context.Context, c *client, rng *rand.Rand, mine, cli
 // greater; and since no session is expected to expire, sections must not
 // overlap at all, nor may the resource refuse a holder, unless the holder
 // lost its session.
-func checkLocks(held []holding, clk clock) (problems []string) {
+func checkLocks(held []holding, clk linreg.Clock) (problems []string) {
 	hs := append([]holding(nil), held...)
 	sort.Slice(hs, func(i, j int) bool { return hs[i].start < hs[j].start })
 	seen := map[int64]string{}
@@ -240,15 +242,15 @@ func checkLocks(held []holding, clk clock) (problems []string) {
 		seen[h.token] = h.client + "/" + h.node
 		if h.rejected > 0 && !h.expired {
 			problems = append(problems, fmt.Sprintf("resource refused %d access(es) of %s/%s (token %#x, held %s..%s) though its session did not expire: an earlier holder had a higher token",
-				h.rejected, h.client, h.node, h.token, clk.fmt(h.start), clk.fmt(h.end)))
+				h.rejected, h.client, h.node, h.token, clk.Fmt(h.start), clk.Fmt(h.end)))
 		}
 	}
 	for i := range hs {
 		for j := i + 1; j < len(hs) && hs[j].start <= hs[i].end; j++ {
 			a, b := hs[i], hs[j] // b started while a held
 			desc := fmt.Sprintf("%s/%s (token %#x, %s..%s) and %s/%s (token %#x, %s..%s)",
-				a.client, a.node, a.token, clk.fmt(a.start), clk.fmt(a.end),
-				b.client, b.node, b.token, clk.fmt(b.start), clk.fmt(b.end))
+				a.client, a.node, a.token, clk.Fmt(a.start), clk.Fmt(a.end),
+				b.client, b.node, b.token, clk.Fmt(b.start), clk.Fmt(b.end))
 			switch {
 			case a.accepted && b.accepted && b.token <= a.token:
 				problems = append(problems, "fencing violated: overlapping holders both accepted, later token not greater: "+desc)

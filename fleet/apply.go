@@ -41,7 +41,11 @@ func (a *applier) apply(e Entry, decodeErr error) Reply {
 	case *RemoveMember:
 		return a.removeMember(c)
 	case *CreateCell:
-		return a.createCell(c)
+		return a.createCell(c, CellCreating)
+	case *ImportCell:
+		return a.createCell((*CreateCell)(c), CellImporting)
+	case *ReleaseCell:
+		return a.releaseCell(c)
 	case *ActivateCell:
 		return a.activateCell(c)
 	case *BeginMove:
@@ -219,14 +223,16 @@ func (a *applier) cellFor(name string, expect int64) (*Cell, Reply, bool) {
 	return c, Reply{ShardID: c.ShardID}, true
 }
 
-func (a *applier) createCell(c *CreateCell) Reply {
+// createCell creates a cell in state (creating, or importing for
+// ImportCell).
+func (a *applier) createCell(c *CreateCell, state CellState) Reply {
 	if err := validName(c.Name); err != nil {
 		return a.refuse(CodeInvalidName, "%v", err)
 	}
 	p := c.Placement.canonical()
 	if old := a.m.cell(c.Name); old != nil {
 		if old.Placement.Equal(p) && old.ClientPort == c.ClientPort && old.TLSPort == c.TLSPort && old.Limits == c.Limits &&
-			(old.State == CellCreating || old.State == CellActive) {
+			(old.State == CellCreating || old.State == CellActive || old.State == state) {
 			return a.unchanged(old.ShardID)
 		}
 		return a.refuse(CodeExists, "cell %q exists (shard %d, %v)", c.Name, old.ShardID, old.State)
@@ -245,7 +251,7 @@ func (a *applier) createCell(c *CreateCell) Reply {
 	}
 	v := a.bump()
 	cell := &Cell{Name: c.Name, ShardID: a.m.nextShard, Placement: p, NextReplica: 1,
-		ClientPort: c.ClientPort, TLSPort: c.TLSPort, Limits: c.Limits, State: CellCreating,
+		ClientPort: c.ClientPort, TLSPort: c.TLSPort, Limits: c.Limits, State: state,
 		Created: v, Updated: v, CreatedAt: a.now, UpdatedAt: a.now}
 	a.m.nextShard++
 	for _, m := range p.Members() {
@@ -284,6 +290,15 @@ func (a *applier) activateCell(c *ActivateCell) Reply {
 		}
 		return pass()
 	}, func(d *Cell) { d.State = CellActive })
+}
+
+func (a *applier) releaseCell(c *ReleaseCell) Reply {
+	return a.changeCell(c.Name, c.Expect, func(cell *Cell) (Reply, bool) {
+		if cell.State != CellImporting {
+			return a.refuse(CodeBadState, "cell %q is %v, not importing", c.Name, cell.State), false
+		}
+		return pass()
+	}, func(d *Cell) { d.State = CellCreating })
 }
 
 func (a *applier) beginMove(c *BeginMove) Reply {

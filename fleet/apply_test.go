@@ -51,6 +51,41 @@ func TestAddMember(t *testing.T) {
 	}
 }
 
+// TestImportCell: an imported cell is in the map, its shard id and ports
+// taken, but no member serves it until releaseCell makes it creating.
+func TestImportCell(t *testing.T) {
+	h := newFleet(t, 3)
+	imp := &ImportCell{Name: "zk-a", Placement: voters(1, 2, 3), ClientPort: 2182}
+	r := h.ok(imp)
+	c := h.cell("zk-a")
+	if c.State != CellImporting || c.ShardID != r.ShardID || c.State.String() != "importing" {
+		t.Fatalf("imported cell %+v", c)
+	}
+	for _, m := range []uint64{1, 2, 3} {
+		if c.Serves(m) || !c.Hosts(m) {
+			t.Errorf("member %d: serves %v, hosts %v; want a replica placed but not served", m, c.Serves(m), c.Hosts(m))
+		}
+	}
+	// A retry changes nothing; its port is taken; it is not active yet.
+	if r := h.do(imp); r.Code != CodeOK || r.Changed {
+		t.Errorf("retried import: %v", r)
+	}
+	h.refused(CodePortTaken, create("other", 2182, voters(1)))
+	h.refused(CodeBadState, &ActivateCell{Name: "zk-a", Expect: c.Updated})
+	h.refused(CodeBadState, &BeginMove{Name: "zk-a", Expect: c.Updated, Target: voters(1, 2)})
+	h.refused(CodeBadVersion, &ReleaseCell{Name: "zk-a", Expect: c.Updated - 1})
+	h.ok(&ReleaseCell{Name: "zk-a", Expect: c.Updated})
+	c = h.cell("zk-a")
+	if c.State != CellCreating || !c.Serves(1) {
+		t.Errorf("released cell %+v", c)
+	}
+	h.refused(CodeBadState, &ReleaseCell{Name: "zk-a", Expect: c.Updated})
+	h.refused(CodeNoCell, &ReleaseCell{Name: "nosuch", Expect: AnyVersion})
+	// An importing cell can be deleted (forced: nothing can read it).
+	h.ok(&ImportCell{Name: "zk-b", Placement: voters(1), ClientPort: 2183})
+	h.ok(&DeleteCell{Name: "zk-b", Expect: AnyVersion, Force: true})
+}
+
 func TestCreateCell(t *testing.T) {
 	h := newFleet(t, 5)
 	r := h.ok(&CreateCell{Name: "kafka", Placement: voters(3, 1, 2), ClientPort: 2182, TLSPort: 2282, Limits: Limits{MaxZnodes: 1000}})

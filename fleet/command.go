@@ -25,6 +25,8 @@ const (
 	KindDeleteCell    Kind = 10
 	KindPurgeCell     Kind = 11
 	KindImportDefault Kind = 12
+	KindImportCell    Kind = 13
+	KindReleaseCell   Kind = 14
 )
 
 // Command versions. An entry starts with the version of its layout and
@@ -39,7 +41,9 @@ const (
 // entry). Everything else a replica cannot apply is refused the same way
 // by every replica that knows the version, so it is a result
 // (CodeMalformed, CodeUnknownKind), not a stop.
-const CommandVersion = 1
+//
+// Version 2 added importCell and releaseCell.
+const CommandVersion = 2
 
 // kinds is the command registry: one row per kind, its name, the version
 // that introduced its layout and a zero value to decode into.
@@ -61,6 +65,8 @@ var kinds = []struct {
 	{KindDeleteCell, "deleteCell", 1, func() Command { return new(DeleteCell) }},
 	{KindPurgeCell, "purgeCell", 1, func() Command { return new(PurgeCell) }},
 	{KindImportDefault, "importDefault", 1, func() Command { return new(ImportDefault) }},
+	{KindImportCell, "importCell", 2, func() Command { return new(ImportCell) }},
+	{KindReleaseCell, "releaseCell", 2, func() Command { return new(ReleaseCell) }},
 }
 
 func (k Kind) String() string {
@@ -125,6 +131,20 @@ type CreateCell struct {
 	ClientPort uint16
 	TLSPort    uint16
 	Limits     Limits
+}
+
+// ImportCell adds a cell as CreateCell does, but in state importing: no
+// member starts its replicas, so that `zkraft import --cell` can fill each
+// member's replica offline from a ZooKeeper data directory; ReleaseCell
+// then lets the members start them. Its layout is CreateCell's.
+type ImportCell CreateCell
+
+// ReleaseCell makes an importing cell creating: its members start their
+// replicas (from the stores the import wrote) and its leader's member
+// activates it.
+type ReleaseCell struct {
+	Name   string
+	Expect int64
 }
 
 // ActivateCell marks a creating cell active: its shard is running.
@@ -206,6 +226,8 @@ func (*SetLimits) Kind() Kind     { return KindSetLimits }
 func (*DeleteCell) Kind() Kind    { return KindDeleteCell }
 func (*PurgeCell) Kind() Kind     { return KindPurgeCell }
 func (*ImportDefault) Kind() Kind { return KindImportDefault }
+func (*ImportCell) Kind() Kind    { return KindImportCell }
+func (*ReleaseCell) Kind() Kind   { return KindReleaseCell }
 
 func (c *AddMember) encode(w *jute.Writer) { c.Member.encode(w) }
 func (c *AddMember) decode(r *jute.Reader) { c.Member.decode(r) }
@@ -231,6 +253,12 @@ func (c *CreateCell) decode(r *jute.Reader) {
 	c.TLSPort = decodePort(r)
 	c.Limits = decodeLimits(r)
 }
+
+func (c *ImportCell) encode(w *jute.Writer) { (*CreateCell)(c).encode(w) }
+func (c *ImportCell) decode(r *jute.Reader) { (*CreateCell)(c).decode(r) }
+
+func (c *ReleaseCell) encode(w *jute.Writer) { w.String(c.Name); w.Long(c.Expect) }
+func (c *ReleaseCell) decode(r *jute.Reader) { c.Name = r.String(); c.Expect = r.Long() }
 
 func (c *ActivateCell) encode(w *jute.Writer) { w.String(c.Name); w.Long(c.Expect) }
 func (c *ActivateCell) decode(r *jute.Reader) { c.Name = r.String(); c.Expect = r.Long() }

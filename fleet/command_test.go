@@ -28,6 +28,8 @@ func oneOfEach() []Command {
 		&DeleteCell{Name: "kafka", Expect: 16, Force: true, Empty: &Emptiness{ShardID: 2, Zxid: 3, Znodes: 4, Sessions: 5}},
 		&DeleteCell{Name: "kafka", Expect: AnyVersion},
 		&PurgeCell{Name: "kafka", Expect: 17},
+		&ImportCell{Name: "kafka", Placement: p, ClientPort: 2182, TLSPort: 65535, Limits: l},
+		&ReleaseCell{Name: "kafka", Expect: 18},
 		&ImportDefault{ShardID: 1, Members: []MemberSpec{{ID: 1, RaftAddr: "a:1", ClientHost: "a"}, {ID: 2, RaftAddr: "b:1", ClientHost: "b"}},
 			Placement: p, ClientPort: 2181, TLSPort: 2281},
 	}
@@ -41,7 +43,7 @@ func TestCommandRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c.Kind(), err)
 		}
-		if e.Kind != c.Kind() || e.Time != 12345 || e.Version != 1 || !reflect.DeepEqual(e.Cmd, c) {
+		if e.Kind != c.Kind() || e.Time != 12345 || e.Version != versionOf(c.Kind()) || !reflect.DeepEqual(e.Cmd, c) {
 			t.Errorf("%s: decoded %+v %+v", c.Kind(), e, e.Cmd)
 		}
 		if again := Encode(e.Cmd, e.Time); !bytes.Equal(again, b) {

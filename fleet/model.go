@@ -101,6 +101,10 @@ const (
 	// CellDeleting: members stop serving the cell and remove their
 	// replicas; its ports and shard id stay reserved until PurgeCell.
 	CellDeleting CellState = 4
+	// CellImporting: the cell is in the map (its shard id and ports are
+	// reserved) but no member starts its replicas: `zkraft import --cell`
+	// fills each member's replica offline; ReleaseCell makes it Creating.
+	CellImporting CellState = 5
 )
 
 func (s CellState) String() string {
@@ -113,6 +117,8 @@ func (s CellState) String() string {
 		return "moving"
 	case CellDeleting:
 		return "deleting"
+	case CellImporting:
+		return "importing"
 	}
 	return fmt.Sprintf("CellState(%d)", int32(s))
 }
@@ -268,7 +274,7 @@ func (c Cell) ReplicaOf(member uint64) (uint64, bool) {
 // replica that is still catching up during a move serves clients is the
 // server's choice; it may answer them as a lagging follower does.)
 func (c Cell) Serves(member uint64) bool {
-	return c.State != CellDeleting && c.Hosts(member)
+	return c.State != CellDeleting && c.State != CellImporting && c.Hosts(member)
 }
 
 // UsesPort reports whether port is c's client or TLS port.

@@ -18,6 +18,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/internal/linreg"
 	"github.com/zkraft/zkraft/internal/zktest"
 )
 
@@ -81,12 +82,23 @@ func waitServing(t *testing.T, addr string, limit time.Duration) {
 // leaves both serving with every acknowledged write there, and the member
 // restarted catches up in both; moving a cell (zkraft cell move) from
 // members 1,4,5 to 2,4,5 while a client writes keeps its session and every
-// acknowledged write.
+// acknowledged write. Through the kill and the restart (every cell) and
+// through the move (gamma), clients run internal/linreg's register
+// workload, and each cell's history is checked with porcupine.
 func TestFleetOfCells(t *testing.T) {
 	if testing.Short() {
 		t.Skip("5 processes and 3 conformance runs; skipped with -short")
 	}
 	root := t.TempDir()
+	// The conformance suite is built before the fleet starts: compiling it
+	// while 5 members run their Raft groups starved them of CPU on a
+	// loaded machine, long enough for a cell's leader to change during its
+	// conformance run (whose clients then saw their connections closed, as
+	// a ZooKeeper follower closes them when it loses its leader).
+	conformanceBin := filepath.Join(root, "conformance.test")
+	if out, err := exec.Command("go", "test", "-c", "-o", conformanceBin, "../../conformance/").CombinedOutput(); err != nil {
+		t.Fatalf("build the conformance suite: %v\n%s", err, out)
+	}
 	// A loopback network of its own, so that other tests' servers on
 	// 127.0.0.1 do not matter.
 	netByte := 100 + os.Getpid()%100
@@ -173,8 +185,8 @@ func TestFleetOfCells(t *testing.T) {
 	for i, c := range cells {
 		addr := c.addrs[i%len(c.addrs)]
 		start := time.Now()
-		cmd := exec.Command("go", "test", "-count=1", "-timeout=5m", "./conformance/")
-		cmd.Dir = "../.."
+		cmd := exec.Command(conformanceBin, "-test.count=1", "-test.timeout=5m")
+		cmd.Dir = "../../conformance"
 		cmd.Env = append(os.Environ(), "CONFORMANCE_ADDR="+addr)
 		out, err := cmd.CombinedOutput()
 		if err != nil {
@@ -254,8 +266,16 @@ func TestFleetOfCells(t *testing.T) {
 			}(c, w)
 		}
 	}
+	// And the register workload on every cell, through the kill and the
+	// restart: each cell's history must be linearizable.
+	clk := linreg.Clock{T0: time.Now()}
+	regs := map[string]*regLoad{}
+	for _, c := range cells {
+		regs[c.name] = startRegLoad(t, c.name, "kill", c.addrs, clk)
+	}
 	time.Sleep(2 * time.Second)
 	members[2].p.stop(syscall.SIGKILL)
+	killAt := clk.Now()
 	close(killedAt)
 	wg.Wait()
 	if ctx.Err() != nil {
@@ -309,6 +329,16 @@ func TestFleetOfCells(t *testing.T) {
 		rc.Close()
 	}
 
+	for _, c := range cells {
+		r := regs[c.name]
+		r.finish(t)
+		// Each cell went on answering after the kill, the two that lost a
+		// replica and the one that did not.
+		if n := r.answeredAfter(killAt); n < 10 {
+			t.Errorf("cell %s: only %d register operations answered after member 3 was killed", c.name, n)
+		}
+	}
+
 	// Move gamma from 1,4,5 to 2,4,5 while a client writes through one
 	// session whose connect string lists all four members.
 	g := cells[2]
@@ -351,6 +381,8 @@ func TestFleetOfCells(t *testing.T) {
 			mu.Unlock()
 		}
 	}()
+	moveReg := startRegLoad(t, g.name, "move", append(append([]string(nil), g.addrs...), fmt.Sprintf("%s:%d", members[1].ip, g.port)), clk)
+	movedAt := clk.Now()
 	if out, err := cellCmd(members[3], "move", "gamma", "--voters", "2,4,5"); err != nil {
 		t.Fatalf("move: %v\n%s", err, out)
 	}
@@ -383,6 +415,10 @@ func TestFleetOfCells(t *testing.T) {
 	}
 	close(stopWrites)
 	<-wrote
+	moveReg.finish(t)
+	if n := moveReg.answeredAfter(movedAt); n < 10 {
+		t.Errorf("cell gamma: only %d register operations answered during and after the move", n)
+	}
 	select {
 	case <-expired:
 		t.Fatal("the writer's session expired during the move")

@@ -540,3 +540,56 @@ func TestCellDeleteSealsFirst(t *testing.T) {
 		t.Errorf("busy is %v after a refused delete", c.State)
 	}
 }
+
+// TestCellRequestFigures: the request figures (packets, latencies, bytes)
+// of srvr and mntr are the cell's of the port they are asked on, and the
+// Prometheus endpoint shows them per cell: requests to one cell do not
+// count in another's.
+func TestCellRequestFigures(t *testing.T) {
+	cfg := standaloneConfig(t, t.TempDir(), "")
+	cfg.FourLetterWords = []string{"*"}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	port := uint16(freeport.Port(t))
+	if rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "busy", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port}); err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	waitServed(t, s, "busy")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	fourLW(t, s.Addr().String(), "srst")
+	fourLW(t, addr, "srst")
+	c := connectZK(t, addr)
+	const n = 30
+	for i := 0; i < n; i++ {
+		if _, _, err := c.Exists("/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	mntr := func(addr, key string) int64 {
+		t.Helper()
+		for _, line := range strings.Split(fourLW(t, addr, "mntr"), "\n") {
+			if v, ok := strings.CutPrefix(line, "zk_"+key+"\t"); ok {
+				var x int64
+				fmt.Sscan(v, &x)
+				return x
+			}
+		}
+		t.Fatalf("mntr on %s has no zk_%s", addr, key)
+		return 0
+	}
+	if got := mntr(addr, "packets_received"); got < n {
+		t.Errorf("busy's packets_received %d after %d requests to it", got, n)
+	}
+	// The default cell's port saw only its srst and this mntr.
+	if got := mntr(s.Addr().String(), "packets_received"); got > 3 {
+		t.Errorf("the default cell's packets_received %d: busy's requests counted there", got)
+	}
+	if got := mntr(s.Addr().String(), "bytes_received_count"); got > 64 {
+		t.Errorf("the default cell's bytes_received_count %d: busy's requests counted there", got)
+	}
+}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkraft/zkraft/fleet"
+	"github.com/zkraft/zkraft/internal/ackwrites"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
@@ -359,28 +359,7 @@ func TestCellMoveWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := c.SessionID()
-	var mu sync.Mutex
-	var acked []string
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; i < 100000; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := fmt.Sprintf("/w/n%06d", i)
-			if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			acked = append(acked, p)
-			mu.Unlock()
-		}
-	}()
+	writes := ackwrites.Start(c, "/w", 20*time.Millisecond)
 
 	m := waitMap(t, servers[0], "mover active", func(m *fleet.Map) bool { c, _ := m.Cell("mover"); return c.State == fleet.CellActive })
 	cur, _ := m.Cell("mover")
@@ -400,23 +379,8 @@ func TestCellMoveWhileWriting(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// A few more writes after the move, then stop.
-	mu.Lock()
-	n := len(acked)
-	mu.Unlock()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		mu.Lock()
-		more := len(acked) - n
-		mu.Unlock()
-		if more >= 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d writes acknowledged after the move", more)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	close(stop)
-	<-done
+	writes.WaitMore(t, 20, 30*time.Second)
+	acked := writes.Stop()
 	select {
 	case <-expired:
 		t.Fatal("the client's session expired during the move")

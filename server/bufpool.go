@@ -11,7 +11,7 @@ import (
 // be garbage at once: the request frame as read, and the command encoded
 // from it for Dragonboat, which copies it into its log entry before
 // Propose returns. Pooling both cut the bytes allocated per setData from
-// 8.5 to 6.2 KB and per multi of 4 by about a third (docs/performance.md,
+// 8.5 to 6.1 KB and per multi of 4 from 32 to 17 KB (docs/performance.md,
 // "CPU per operation").
 type bufPool struct {
 	classes [bufClasses]sync.Pool // of *[]byte with cap 1<<(minBufShift+i)

@@ -271,3 +271,16 @@ func (p *Proxy) Upstream() string {
 	}
 	return p.mu.up.addr
 }
+
+// Watches is the number of shared watches the upstream connection holds
+// on its member and of session entries in their fan-out lists (0, 0 on a
+// version 1 connection or with none).
+func (p *Proxy) Watches() (upstream, local int) {
+	p.mu.Lock()
+	up := p.mu.up
+	p.mu.Unlock()
+	if up == nil || up.sw == nil {
+		return 0, 0
+	}
+	return up.sw.counts()
+}

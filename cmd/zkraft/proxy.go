@@ -35,6 +35,7 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		maxCnxns   = fs.Int("max-cnxns", 0, "connections allowed in all (0: no limit; keep it below the open-file limit)")
 		maxBuffer  = fs.Int("jute-maxbuffer", 0xfffff, "largest request accepted, in bytes (no more than the members')")
 		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
+		upVersion  = fs.Int("upstream-version", 0, "newest upstream protocol version to speak (0: this build's newest; 1: no shared watches)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return proxy.Config{}, err
@@ -53,6 +54,7 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		MaxClientCnxns:    *maxPerIP,
 		MaxCnxns:          *maxCnxns,
 		MaxBuffer:         *maxBuffer,
+		UpstreamVersion:   int32(*upVersion),
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	for _, m := range strings.Split(*members, ",") {

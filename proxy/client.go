@@ -391,10 +391,19 @@ func (c *client) fromUpstream(body []byte) {
 	if h.Zxid > 0 {
 		c.up.seen(h.Zxid)
 	}
-	if h.Xid == jute.XidNotification || h.Xid == jute.XidResumableEvents {
-		// The channel's own notifications (setWatches' catch-up, a
-		// version 1 connection's watches) keep their place among held ones.
+	switch {
+	case h.Xid == jute.XidNotification && c.up.sw != nil:
+		// The channel's own notifications (setWatches' catch-up) keep
+		// their place among the held shared ones.
 		c.held(h.Zxid, frameOf(body))
+		return
+	case h.Xid == jute.XidNotification || h.Xid == jute.XidResumableEvents:
+		// Version 1's watches, and resumable watches' events, are the
+		// channel's own, in the member's order.
+		if h.Zxid > c.zxid.Load() {
+			c.zxid.Store(h.Zxid)
+		}
+		c.queue(frameOf(body))
 		return
 	}
 	f, left, ok := c.answered()

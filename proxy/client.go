@@ -239,7 +239,11 @@ func (c *client) readLoop() error {
 			c.p.alive.Record(id)
 		}
 		if hdr.Type == jute.OpPing {
-			c.queue(jute.AppendFrame(nil, &jute.ReplyHeader{Xid: jute.XidPing, Zxid: max(c.zxid.Load(), c.up.zxid.Load())}))
+			// The highest zxid the client was given, never the connection's:
+			// a client whose lastZxidSeen passed a change whose
+			// notification is still on its way (held, or queued on another
+			// path) would not have it fired by setWatches after a reconnect.
+			c.queue(jute.AppendFrame(nil, &jute.ReplyHeader{Xid: jute.XidPing, Zxid: c.zxid.Load()}))
 			continue
 		}
 		f := flight{size: len(body), op: hdr.Type}

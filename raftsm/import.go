@@ -295,7 +295,7 @@ func ExportState(dir string, shardID, replicaID uint64) (*ImportedState, error) 
 	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
 		return nil, fmt.Errorf("%w in %s", ErrNoStore, target)
 	}
-	if storeLocked(target) {
+	if StoreLocked(target) {
 		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
 	}
 	opts := pebbleOptions(nil)
@@ -325,7 +325,7 @@ func ReadImportSource(dir string, shardID, replicaID uint64) (*ImportSource, err
 	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
 		return nil, fmt.Errorf("%w in %s", ErrNoStore, target)
 	}
-	if storeLocked(target) {
+	if StoreLocked(target) {
 		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
 	}
 	opts := pebbleOptions(nil)
@@ -353,10 +353,11 @@ func (v View) ImportSource() (*ImportSource, error) {
 	return &ImportSource{Zxid: x(0), Digest: x(1), Nodes: x(2), Sessions: x(3)}, nil
 }
 
-// storeLocked reports whether another process holds the store's LOCK file.
-// Pebble panics (closing a file twice) when Open cannot take the lock, so
-// look first. A lock held by this process does not show.
-func storeLocked(dir string) bool {
+// StoreLocked reports whether another process holds the LOCK file of the
+// Pebble store in dir (a replica's, or the system shard's). Pebble panics
+// (closing a file twice) when Open cannot take the lock, so look first. A
+// lock held by this process does not show.
+func StoreLocked(dir string) bool {
 	f, err := os.Open(filepath.Join(dir, "LOCK"))
 	if err != nil {
 		return false

@@ -1,14 +1,12 @@
 package server
 
 import (
-	"errors"
 	"io"
 	"net"
 	"net/http"
 	"strconv"
 	"strings"
 
-	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -152,100 +150,6 @@ type adminReply struct {
 	// body, if set, is sent as application/octet-stream instead of JSON
 	// (a streamed snapshot); it is closed after.
 	body io.ReadCloser
-}
-
-// serveAdminCommand answers one AdminServer request for the command name:
-// unknown commands and a member that is not serving are answered 200 with
-// an error, as ZooKeeper; a command of the other method gets 405; an
-// AuthRequest refused gets 401 or 403 with ZooKeeper's sentence.
-func (s *Server) serveAdminCommand(w http.ResponseWriter, r *http.Request, name string) {
-	cmd, ok := commandByName(name)
-	var rep adminReply
-	primary := any(nil)
-	// ?cell=NAME answers for a cell hosted here; the default cell
-	// without it.
-	v := s.view()
-	if c := r.URL.Query().Get("cell"); ok && c != "" && c != fleet.DefaultCell {
-		if h := s.fleet.hostedCell(c); h != nil {
-			v.cell = h.c
-		} else {
-			ok, rep.err = false, "cell "+c+" has no replica on this member"
-		}
-	}
-	switch {
-	case !ok && rep.err != "":
-		primary = cmd.name
-	case !ok:
-		rep.err = "Unknown command: " + name
-	case cmd.needsServing(false) && !v.cell.serving():
-		primary, rep.err = cmd.name, strings.TrimSuffix(notServing, "\n")
-	case (cmd.post != nil) != (r.Method == http.MethodPost):
-		primary = cmd.name
-		rep.status, rep.err = http.StatusMethodNotAllowed, cmd.name+" answers "+cmd.method()+" requests only"
-	default:
-		primary = cmd.name
-		if cmd.super {
-			if err := s.adminSuper(r); err != nil {
-				rep.status, rep.err = err.status, err.text
-				break
-			}
-		} else if cmd.auth {
-			if _, err := s.adminAuthorize(r, jute.PermAll, "/"); err != nil {
-				var ar *authRefusal
-				if !errors.As(err, &ar) {
-					ar = &authRefusal{http.StatusInternalServerError, authError}
-				}
-				rep.status, rep.err = ar.status, ar.text
-				break
-			}
-		}
-		switch {
-		case cmd.post != nil:
-			rep = cmd.post(s, r)
-		case cmd.get != nil:
-			rep = cmd.get(s, r)
-		default:
-			rep.fields, rep.err = cmd.json(v, r.URL.Query())
-		}
-	}
-	for _, h := range rep.headers {
-		w.Header().Set(h[0], h[1])
-	}
-	status := rep.status
-	if status == 0 {
-		status = http.StatusOK
-	}
-	if rep.body != nil {
-		defer rep.body.Close()
-		w.Header().Set("Content-Type", "application/octet-stream")
-		w.WriteHeader(status)
-		if _, err := io.Copy(w, rep.body); err != nil {
-			s.log.Warn("admin: streaming the answer", "command", name, "remote", r.RemoteAddr, "err", err)
-		}
-		return
-	}
-	out := rep.fields
-	if out == nil {
-		out = jobj{}
-	}
-	if !ok && primary == nil {
-		out = jobj{{"command", nil}, {"error", rep.err}}
-	} else if rep.err != "" {
-		out = append(out, kv{"error", rep.err}, kv{"command", primary})
-	} else {
-		out = append(out, kv{"command", primary}, kv{"error", nil})
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	w.Write([]byte(renderJSON(out)))
-}
-
-// method is the HTTP method the command answers.
-func (c *command) method() string {
-	if c.post != nil {
-		return http.MethodPost
-	}
-	return http.MethodGet
 }
 
 // queryBool is a boolean query parameter as Java's Boolean.parseBoolean

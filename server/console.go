@@ -112,12 +112,12 @@ func (b consoleBackend) Sessions() []console.Session {
 		byID[id] = cs
 		return cs
 	}
-	for _, ci := range s.view().connInfos() {
-		if ci.hasSession {
-			cs := get(ci.session)
-			cs.Remote = ci.remote
+	for _, ci := range s.view().Connections() {
+		if ci.HasSession {
+			cs := get(ci.Session)
+			cs.Remote = ci.Remote
 			if cs.Timeout == 0 {
-				cs.Timeout = time.Duration(ci.timeout) * time.Millisecond
+				cs.Timeout = time.Duration(ci.Timeout) * time.Millisecond
 			}
 		}
 	}
@@ -145,8 +145,8 @@ func (b consoleBackend) Watches() []console.PathWatches {
 
 func (b consoleBackend) Members() console.Members {
 	s := b.s
-	f := s.view().figures()
-	m := console.Members{Role: f.mode, Term: s.metrics.term.Load(), Zxid: s.lastZxid(), Serving: s.cell.serving(), Lag: -1}
+	f := s.view().Figures()
+	m := console.Members{Role: f.Mode, Term: s.metrics.term.Load(), Zxid: s.lastZxid(), Serving: s.cell.serving(), Lag: -1}
 	if !s.standalone() {
 		m.Self, m.Leader = s.cfg.ReplicaID, s.cell.leaderID.Load()
 	}

@@ -4,16 +4,18 @@
 // registry and the server side of the resumable watch (watchFrom), the
 // per-tick keep-alive batch and, on the Raft leader only, session expiry
 // (both decided by package session, proposed from here), ensemble
-// membership and reconfig, authentication (digest, SASL, x509), and the
-// operator surfaces: four-letter words, the AdminServer and Prometheus
-// metrics.
+// membership and reconfig, and authentication (digest, SASL, x509). The
+// operator surfaces (four-letter words, the AdminServer, mntr and the
+// Prometheus figures) are package operator's: operator.go implements its
+// Member (a cellView: one cell of this member) and Host (the Server), and
+// adds the member's own commands (the fleet's cells, shed_connections,
+// snapshot) to its registry; metrics.go keeps the request instruments.
 //
 // One place for each table of facts: optable.go says how each op code is
 // answered (with jute's op table, everything known about an op), and
-// reads.go has one named handler per read op; commands.go is the registry
-// of operator commands that fourlw.go (four-letter words) and admin.go (the
-// AdminServer) serve; figures.go lists each figure mntr and the Prometheus
-// endpoint show, once.
+// reads.go has one named handler per read op; the operator commands and
+// the figures mntr and the Prometheus endpoint show are listed once, in
+// package operator.
 //
 // Every goroutine has an owner: the go statements and time.AfterFunc
 // calls are in goroutines.go only, which counts them and refuses new ones
@@ -57,10 +59,10 @@
 // Dragonboat: only raft.go sees Dragonboat's request states, and no Lookup
 // result is type-asserted (readValue returns each read's value typed).
 //
-// It may import raftsm, znode, session and jute, Dragonboat and the
-// Prometheus client; never Pebble (the store is raftsm's: its views,
-// figures and checks), zkdata, the client tree or cmd (internal/layout's
-// test checks it).
+// It may import raftsm, fleet, znode, session and jute, operator and
+// console, Dragonboat and the Prometheus client; never Pebble (the store
+// is raftsm's: its views, figures and checks), zkdata, the client tree or
+// cmd (internal/layout's test checks it).
 //
 // Its caller (cmd/zkraft) fills in a Config (each field's zero value is
 // documented; New calls Validate to apply the defaults), calls New, which

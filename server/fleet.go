@@ -343,7 +343,7 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	self := s.cfg.ReplicaID
 	rid, _ := c.ReplicaOf(self)
 	cl := newCell(s, c.Name, c.ShardID, rid)
-	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
+	cl.rep = newRaftReplica(s.nh, c.ShardID, s, cl)
 	cl.setLimits(c.Limits)
 	// The default cell's configuration (ReplicaConfig), on the cell's
 	// shard and this member's replica of it.
@@ -386,6 +386,9 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	h.ctx, h.cancel = context.WithCancel(s.ctx)
 	h.start(s, func() { cl.sessionLoop(h.ctx) })
 	h.start(s, func() { cl.sweepLoop(h.ctx) })
+	// A replica zkraft import --cell filled compares its import record
+	// with the cell's other replicas, as an imported default cell does.
+	h.start(s, func() { cl.checkImportLoop(h.ctx) })
 	if s.cfg.DigestCheckInterval > 0 {
 		h.start(s, func() { cl.digestLoop(h.ctx) })
 	}

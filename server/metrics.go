@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/operator"
 	"github.com/zkraft/zkraft/raftsm"
 )
 
@@ -63,7 +64,7 @@ func newMetrics(s *Server) (*metrics, error) {
 			Help: "Leader changes this member saw (including losing the leader)"}),
 	}
 	for _, c := range []prometheus.Collector{m.readLatency, m.updateLatency, m.electionTime, m.commit,
-		m.requests, m.leaderChanges, &serverCollector{s: s}} {
+		m.requests, m.leaderChanges, operator.Collector(s.promCells)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -97,16 +98,9 @@ func (m *metrics) leaderChanged(prev, now, term uint64) {
 	}
 }
 
-// serverCollector computes the ZooKeeper gauges at scrape time from the
-// same figures as mntr (none of them walks the tree).
-type serverCollector struct{ s *Server }
-
-// Describe sends nothing: an unchecked collector, since its set of series
-// depends on the member's role.
-func (c *serverCollector) Describe(chan<- *prometheus.Desc) {}
-
-// Collect sends the figures the Prometheus endpoint shows (figures.go).
-func (c *serverCollector) Collect(ch chan<- prometheus.Metric) { c.s.collectFigures(ch) }
+// The ZooKeeper gauges are computed at scrape time from the same figures
+// as mntr (operator.Collector over promCells; none of them walks the
+// tree).
 
 // applyLag is the number of Raft entries this member stores beyond its
 // applied index.

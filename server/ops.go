@@ -15,13 +15,14 @@ import (
 	dbconfig "github.com/lni/dragonboat/v4/config"
 	"github.com/lni/dragonboat/v4/raftio"
 
+	"github.com/zkraft/zkraft/operator"
 	"github.com/zkraft/zkraft/raftsm"
 )
 
 // opsState is what the operations side of a member (four-letter words,
 // AdminServer, metrics, TLS, SASL) keeps beyond Config.
 type opsState struct {
-	traceMask atomic.Int64 // gtmk/stmk; ZooKeeper's default is 306
+	commands *operator.Registry // the operator commands: ZooKeeper's and the member's own
 
 	admin     *http.Server
 	adminLn   net.Listener
@@ -91,7 +92,7 @@ func (p *peerListener) LogDBCompacted(raftio.EntryInfo)           {}
 // initOps prepares what New needs before the replica starts.
 func (s *Server) initOps() error {
 	s.outstanding.limit = s.cfg.GlobalOutstandingLimit
-	s.ops.traceMask.Store(306)
+	s.ops.commands = operator.NewRegistry(s.ownCommands()...)
 	m, err := newMetrics(s)
 	if err != nil {
 		return fmt.Errorf("server: metrics: %w", err)
@@ -213,69 +214,57 @@ func (s *Server) SecureAddr() net.Addr {
 	return s.ops.secureLn.Addr()
 }
 
-// figures are the numbers srvr, stat, mntr and the metrics share.
-type figures struct {
-	mode                          string
-	zxid                          int64
-	nodeCount                     int64 // as ZooKeeper counts: the root twice
-	ephemerals, dataSize          int64
-	watches                       int
-	connections                   int
-	outstanding                   int
-	sessions                      int
-	uptime                        int64
-	received, sent                int64
-	minLat, maxLat                int64
-	avgLat                        float64
-	openFDs, maxFDs               int64
-	voters, learners, observers   int
-	syncedFollowers, syncedNonVot int
-}
-
-func (s *cellView) figures() figures {
-	f := figures{mode: s.cellMode(), zxid: s.cell.zxid.Load()}
+// Figures are the numbers srvr, stat, mntr and the metrics share.
+func (s *cellView) Figures() operator.Figures {
+	f := operator.Figures{Mode: s.cellMode(), Zxid: s.cell.zxid.Load()}
 	nodes, eph, size := s.cell.treeCounts()
-	f.nodeCount, f.ephemerals, f.dataSize = nodes+1, eph, size
-	f.watches = s.cell.watches.total()
-	f.connections = len(s.conns())
-	f.outstanding = s.outstandingRequests()
-	f.sessions = s.cell.tracker.Len()
-	f.uptime = time.Since(s.started).Milliseconds()
-	f.received, f.sent = s.stats.received.Load(), s.stats.sent.Load()
-	f.minLat, f.avgLat, f.maxLat, _, _ = s.counters.all.get()
-	f.openFDs, f.maxFDs = fdCounts()
-	f.voters = 1
+	f.NodeCount, f.Ephemerals, f.DataSize = nodes+1, eph, size
+	f.Watches = s.cell.watches.total()
+	f.Connections = len(s.conns())
+	f.Outstanding = s.outstandingRequests()
+	f.Sessions = s.cell.tracker.Len()
+	f.Uptime = time.Since(s.started).Milliseconds()
+	f.Received, f.Sent = s.stats.received.Load(), s.stats.sent.Load()
+	f.MinLat, f.AvgLat, f.MaxLat, _, _ = s.counters.all.get()
+	f.OpenFDs, f.MaxFDs = fdCounts()
+	f.Voters = 1
 	if !s.standalone() {
-		f.voters = 0
+		f.Voters = 0
 		for _, m := range s.cfg.Members {
 			if !m.Observer {
-				f.voters++
+				f.Voters++
 			}
 		}
 	}
-	if f.mode == "leader" {
+	if f.Mode == "leader" {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		if m, err := s.cell.rep.membership(ctx); err == nil {
-			f.voters = len(m.voters)
+			f.Voters = len(m.voters)
 			for id, addr := range m.voters {
 				if id == s.cfg.ReplicaID {
 					continue
 				}
-				f.learners++
+				f.Learners++
 				if s.ops.peers.isConnected(addr) {
-					f.syncedFollowers++
+					f.SyncedFollowers++
 				}
 			}
 			for _, addr := range m.nonVoting {
-				f.learners++
-				f.observers++
+				f.Learners++
+				f.Observers++
 				if s.ops.peers.isConnected(addr) {
-					f.syncedNonVot++
+					f.SyncedNonVot++
 				}
 			}
 		}
 	}
+	c := &s.counters
+	f.Reads, f.Writes = c.reads.snap(), c.writes.snap()
+	f.Responses, f.Proposals = c.resp.snap(), c.proposals.snap()
+	f.AuthFailed, f.ConnRejected, f.LargeRequestsRejected = c.authFailed.Load(), c.connRejected.Load(), c.largeRequestsRejected.Load()
+	f.TLSHandshakes, f.TLSHandshakeFailed = c.tlsHandshakes.Load(), c.tlsHandshakeFailed.Load()
+	f.Throttled, f.StalledClosed, f.BytesReceived = c.throttled.Load(), c.stalledClosed.Load(), c.bytesReceived.Load()
 	return f
 }
 

@@ -2,12 +2,12 @@ package server
 
 import (
 	"math"
-	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/operator"
 	"github.com/zkraft/zkraft/raftsm"
 )
 
@@ -41,6 +41,12 @@ func (l *latency) reset() {
 	l.mu.Unlock()
 }
 
+func (l *latency) snap() operator.Latency {
+	var x operator.Latency
+	x.Min, x.Avg, x.Max, x.Count, x.Sum = l.get()
+	return x
+}
+
 // get returns min, avg (rounded to 4 decimals, as ZooKeeper prints it), max,
 // count and sum.
 func (l *latency) get() (min int64, avg float64, max, count, sum int64) {
@@ -50,18 +56,6 @@ func (l *latency) get() (min int64, avg float64, max, count, sum int64) {
 		avg = math.Round(float64(l.sum)/float64(l.count)*10000) / 10000
 	}
 	return l.min, avg, l.max, l.count, l.sum
-}
-
-// javaDouble formats v as Java's Double.toString does for ordinary values:
-// at least one digit after the point.
-func javaDouble(v float64) string {
-	s := strconv.FormatFloat(v, 'f', -1, 64)
-	for i := 0; i < len(s); i++ {
-		if s[i] == '.' {
-			return s
-		}
-	}
-	return s + ".0"
 }
 
 // serverCounters are the member-wide figures of srvr, stat and mntr that
@@ -107,6 +101,10 @@ func (z *sizes) add(n int) {
 	}
 }
 
+func (z *sizes) snap() operator.Sizes {
+	return operator.Sizes{Last: z.last.Load(), Min: z.min.Load(), Max: z.max.Load()}
+}
+
 func (z *sizes) reset() {
 	z.last.Store(0)
 	z.min.Store(0)
@@ -119,9 +117,9 @@ func (s *serverCounters) response(n int) { s.resp.add(n) }
 // proposal records the size of a proposed command.
 func (s *serverCounters) proposal(n int) { s.proposals.add(n) }
 
-// reset is srst: ZooKeeper resets latency, packet counts and the response
-// sizes.
-func (s *cellView) resetServerStats() {
+// ResetStats is srst: ZooKeeper resets latency, packet counts and the
+// response sizes.
+func (s *cellView) ResetStats() {
 	s.counters.all.reset()
 	s.counters.reads.reset()
 	s.counters.writes.reset()

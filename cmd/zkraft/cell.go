@@ -15,7 +15,8 @@ import (
 
 const usageCell = `usage: zkraft cell list             [flags]
        zkraft cell show   NAME        [flags]
-       zkraft cell create NAME --voters 1,2,3 --port P [--observers 4] [--tls-port P] [--max-znodes N ...] [flags]
+       zkraft cell create NAME --voters 1,2,3 --port P [--observers 4] [--tls-port P] [--max-znodes N ...] [--import] [flags]
+       zkraft cell release NAME       [flags]
        zkraft cell limits NAME [--max-znodes N ...] [flags]
        zkraft cell move   NAME --voters 2,3,4 [--observers 5] [flags]
        zkraft cell delete NAME [--force] [flags]
@@ -25,6 +26,8 @@ Manages the fleet's cells (docs/cells.md) through a member's AdminServer,
 as the super user (Authorization: digest, ZooKeeper 3.9's form): --super
 user:password, or $ZKRAFT_SUPER. A delete without --force is refused unless
 the cell is empty, read on the member asked, which must host the cell.
+A cell created with --import is not started until cell release: fill it
+first with zkraft import --cell on each of its stopped members.
 Flags:
 `
 
@@ -32,7 +35,7 @@ Flags:
 func runCell(args []string, stdout io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(os.Stderr, usageCell)
-		return errors.New("cell: want a subcommand: list, show, create, limits, move, delete or purge")
+		return errors.New("cell: want a subcommand: list, show, create, release, limits, move, delete or purge")
 	}
 	sub, args := args[0], args[1:]
 	var name string
@@ -52,6 +55,7 @@ func runCell(args []string, stdout io.Writer) error {
 		port     = fs.Uint("port", 0, "create: the cell's client port (the same on every member that hosts it)")
 		tlsPort  = fs.Uint("tls-port", 0, "create: the cell's TLS client port (0: none)")
 		force    = fs.Bool("force", false, "delete: even if the cell holds data")
+		imp      = fs.Bool("import", false, "create: the cell is to be filled by zkraft import --cell: its members start it at cell release")
 		timeout  = fs.Duration("timeout", 30*time.Second, "how long to wait for the member")
 		maxZn    = fs.Int64("max-znodes", -1, "limit: znodes (0: unlimited)")
 		maxBytes = fs.Int64("max-data-bytes", -1, "limit: bytes of data (0: unlimited)")
@@ -89,7 +93,12 @@ func runCell(args []string, stdout io.Writer) error {
 		q.Set("observers", *obs)
 		q.Set("port", fmt.Sprint(*port))
 		q.Set("tls_port", fmt.Sprint(*tlsPort))
+		if *imp {
+			q.Set("import", "true")
+		}
 		limits()
+	case "release":
+		cmd = "cell_release"
 	case "limits":
 		cmd = "cell_limits"
 		limits()
@@ -105,7 +114,7 @@ func runCell(args []string, stdout io.Writer) error {
 	case "purge":
 		cmd = "cell_purge"
 	default:
-		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, limits, move, delete, purge)", sub)
+		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, release, limits, move, delete, purge)", sub)
 	}
 	cred := *super
 	if cred == "" {

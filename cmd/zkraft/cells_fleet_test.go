@@ -65,7 +65,7 @@ func waitServing(t *testing.T, addr string, limit time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(limit)
 	for time.Now().Before(deadline) {
-		if out := fourLetter(addr, "srvr"); strings.Contains(out, "Mode: leader") || strings.Contains(out, "Mode: follower") {
+		if out := fourLetter(addr, "srvr"); strings.Contains(out, "Mode: leader") || strings.Contains(out, "Mode: follower") || strings.Contains(out, "Mode: standalone") {
 			return
 		}
 		time.Sleep(100 * time.Millisecond)

@@ -40,6 +40,7 @@ import (
 
 const usageImport = `usage: zkraft import --zk-data-dir DIR [--zk-log-dir DIR] --data-dir DIR [--verify]
        zkraft import --config zoo.cfg [--zk-data-dir DIR] [--expect ID] [--verify]
+       zkraft import --cell NAME --config zoo.cfg --zk-data-dir DIR [--expect ID] [--verify]
        zkraft import --config zoo.cfg --dry-run
        zkraft import --config zoo.cfg --show
 
@@ -58,6 +59,12 @@ import id and writes nothing; on an ensemble member, import requires
 --expect with the chosen import id and refuses data that differs, and it
 refuses a source older than the member's own ZooKeeper data. --show prints
 the import id a member's store was made from.
+
+--cell loads the ZooKeeper data into a named cell of a fleet instead of the
+default one (docs/cells.md, Consolidation): create the cell with zkraft cell
+create --import (no member starts it), stop each of its members in turn and
+import the same data there (--expect when the cell has several replicas),
+start the member again, then zkraft cell release.
 `
 
 const usageExport = `usage: zkraft export --data-dir DIR --zk-data-dir DIR [--zk-log-dir DIR] [--compression gz|snappy]
@@ -139,6 +146,7 @@ func importCmd(out io.Writer, args []string) error {
 		expect       = fs.String("expect", "", "import only if the ZooKeeper data restores to this import id (as --dry-run prints it); required on an ensemble member")
 		allowOlder   = fs.Bool("allow-older-source", false, "import even if this member's own ZooKeeper data (the zoo.cfg dataDir) has a later zxid than the source")
 		show         = fs.Bool("show", false, "print the import id this member's zkraft store was made from, and write nothing")
+		cellName     = fs.String("cell", "", "import into this cell of the fleet (docs/cells.md), created with zkraft cell create --import and not released yet: its shard and this member's replica of it are read from the stopped member's copy of the cell map (--replica-id or the zoo.cfg myid: the member id); needs --zk-data-dir")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -192,12 +200,43 @@ func importCmd(out io.Writer, args []string) error {
 		fs.Usage()
 		return errors.New("import: --zk-data-dir and --data-dir (or --config) are required")
 	}
+	cellImport := *cellName != "" && *cellName != fleet.DefaultCell
+	if cellImport {
+		if !set["zk-data-dir"] {
+			return errors.New("import: --cell needs --zk-data-dir: the source is another ZooKeeper's data, not this member's own")
+		}
+		if *dataDir == "" {
+			return errors.New("import: --cell needs the member's --data-dir (or --config)")
+		}
+		c, rid, err := importingCell(*dataDir, *cellName, *replicaID)
+		if err != nil {
+			return fmt.Errorf("import: --cell: %w", err)
+		}
+		*shardID, *replicaID = c.ShardID, rid
+		// Every replica of the cell must import the same data.
+		ensemble = len(c.Members())
+		ownData, ownLog = "", ""
+	}
 	if ensemble > 1 && *expect == "" && !*dryRun {
+		if cellImport {
+			return fmt.Errorf("import: cell %q has %d replicas, which must all import the same ZooKeeper data: "+
+				"run zkraft import --dry-run on the source, and import it into every replica's member with --expect <its import id>", *cellName, ensemble)
+		}
 		return fmt.Errorf("import: %s lists an ensemble of %d members, which must all import the same ZooKeeper data: "+
 			"run zkraft import --dry-run on every stopped member, choose the highest last zxid, and import that member's data "+
 			"on every member with --expect <its import id>", *configPath, ensemble)
 	}
-	if !*dryRun {
+	if cellImport && !*dryRun {
+		// The member has served (its Raft log holds the default cell's and
+		// the system shard's entries); the cell's replica has never
+		// started, so only its store must not exist yet.
+		store := server.DataDirs{Data: *dataDir}.StateStore(*shardID, *replicaID)
+		if entries, err := os.ReadDir(store); err == nil && len(entries) > 0 {
+			return fmt.Errorf("import: %s already holds the cell's state: import each replica once, before cell release", store)
+		} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("import: %w", err)
+		}
+	} else if !*dryRun {
 		if err := checkNoZkraftState(*dataDir, *dataLogDir, *shardID, *replicaID); err != nil {
 			return fmt.Errorf("import: %w", err)
 		}
@@ -259,6 +298,34 @@ func importCmd(out io.Writer, args []string) error {
 		return nil
 	}
 	return verifyImport(out, res, stateDir, *shardID, *replicaID)
+}
+
+// importingCell finds, in the stopped member's copy of the cell map, the
+// cell name, which must be importing (created with cell create --import and
+// not released: no member has started a replica of it), and the member's
+// replica id in it.
+func importingCell(dataDir, name string, member uint64) (fleet.Cell, uint64, error) {
+	state := server.DataDirs{Data: dataDir}.State()
+	if raftsm.StoreLocked(fleet.StoreDir(state, fleet.SystemShardID, member)) {
+		return fleet.Cell{}, 0, fmt.Errorf("member %d's cell map is in use: stop the member first", member)
+	}
+	m, err := fleet.ReadStore(state, fleet.SystemShardID, member)
+	if err != nil {
+		return fleet.Cell{}, 0, fmt.Errorf("read member %d's cell map (is the member stopped?): %w", member, err)
+	}
+	c, ok := m.Cell(name)
+	if !ok {
+		return fleet.Cell{}, 0, fmt.Errorf("no cell %q in member %d's map (version %d): create it with zkraft cell create --import first, "+
+			"and stop the member once its map has it", name, member, m.Version())
+	}
+	if c.State != fleet.CellImporting {
+		return fleet.Cell{}, 0, fmt.Errorf("cell %q is %v in member %d's map, not importing: only a cell created with --import and not released yet can be imported into", name, c.State, member)
+	}
+	rid, ok := c.ReplicaOf(member)
+	if !ok {
+		return fleet.Cell{}, 0, fmt.Errorf("member %d hosts no replica of cell %q (it is on members %v)", member, name, c.Members())
+	}
+	return c, rid, nil
 }
 
 // showImport prints what a member's store was imported from.
@@ -624,7 +691,11 @@ func exportCmd(out io.Writer, args []string) error {
 		return errors.New("export: --data-dir and --zk-data-dir (or --config) are required")
 	}
 	if *cellName != "" && *cellName != fleet.DefaultCell {
-		m, err := fleet.ReadStore(filepath.Join(*dataDir, "state"), fleet.SystemShardID, *replicaID)
+		state := filepath.Join(*dataDir, "state")
+		if raftsm.StoreLocked(fleet.StoreDir(state, fleet.SystemShardID, *replicaID)) {
+			return fmt.Errorf("export: --cell: member %d's cell map is in use: stop the member first", *replicaID)
+		}
+		m, err := fleet.ReadStore(state, fleet.SystemShardID, *replicaID)
 		if err != nil {
 			return fmt.Errorf("export: --cell: %w", err)
 		}

@@ -62,9 +62,14 @@ var rules = []rule{
 	// damaged-files work; the server calls it.
 	{pkg: "proxy/wire", zk: []string{"jute"}, stdOnly: true, noSockets: true, noRaft: true,
 		why: "proxy/wire is the upstream protocol's codec, shared by the member and the proxy"},
-	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
+	// The operator surfaces (four-letter words, AdminServer, mntr and
+	// Prometheus figures) over a Member interface: the server implements
+	// it, and so can the proxy, so it must pull in neither.
+	{pkg: "operator", noRaft: true,
+		why: "operator reaches a member only through its Member and Host interfaces; the server and the proxy implement them"},
+	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire", "operator"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
 		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
-	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console", "proxy/wire"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console", "operator", "proxy/wire"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
 		why: "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in; " +
 			"it reaches the store only through raftsm (its views, figures and checks)"},
@@ -210,6 +215,12 @@ func TestCheckRefuses(t *testing.T) {
 		{one("fleet", "sm.go", false, m+"/cmd/zkraft"), "fleet imports example.com/zk/cmd/zkraft"},
 		{one("fleet", "cluster_test.go", true, "github.com/lni/dragonboat/v4", m+"/internal/freeport"), ""},
 		{one("fleet", "cluster_test.go", true, m+"/internal/testserver"), "fleet imports example.com/zk/internal/testserver"},
+		{one("operator", "commands.go", false, "net/http", "github.com/prometheus/client_golang/prometheus"), ""},
+		{one("operator", "commands.go", false, m+"/server"), "operator imports example.com/zk/server"},
+		{one("operator", "figures.go", false, m+"/raftsm"), "operator imports example.com/zk/raftsm"},
+		{one("operator", "figures.go", false, "github.com/cockroachdb/pebble"), "no Dragonboat or Pebble"},
+		{one("proxy", "ops.go", false, m+"/operator"), ""},
+		{one("server", "operator.go", false, m+"/operator"), ""},
 		{one("gateway", "gateway.go", false, m+"/server"), "gateway has no row in the table"},
 	} {
 		got := check(m, c.p)

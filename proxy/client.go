@@ -47,8 +47,10 @@ type client struct {
 	connected bool         // the ConnectResponse came (upstream reader only)
 	heard     atomic.Int64 // Unix ns of the client's last packet (dump's expiry)
 	// evq holds notifications while requests are outstanding (held,
-	// watches.go); upstream reader only.
-	evq []heldNote
+	// watches.go); upstream reader only. holding says it is not empty,
+	// for the client's reader (a ping's answer).
+	evq     []heldNote
+	holding atomic.Bool
 
 	// subs, swDropped and evSeq are the client's part of the upstream
 	// connection's shared watches, guarded by its sharedWatches.mu: the
@@ -220,11 +222,16 @@ func (c *client) readLoop() error {
 			c.p.alive.Record(id)
 		}
 		if hdr.Type == jute.OpPing {
-			// The highest zxid the client was given, never the connection's:
-			// a client whose lastZxidSeen passed a change whose
-			// notification is still on its way (held, or queued on another
-			// path) would not have it fired by setWatches after a reconnect.
-			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: c.zxid.Load()}
+			// The connection's zxid, as a member answers its last applied
+			// one; but only the client's own while notifications are held
+			// for it: a client whose lastZxidSeen passed a change whose
+			// notification it has not had would not have it fired by
+			// setWatches after a reconnect.
+			z := c.zxid.Load()
+			if !c.holding.Load() {
+				z = max(z, c.up.zxid.Load())
+			}
+			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: z}
 			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
 			c.queue(jute.AppendFrame(nil, &h))
 			continue
@@ -319,6 +326,7 @@ func (c *client) held(zxid int64, frame []byte) {
 		return
 	}
 	c.evq = append(c.evq, heldNote{zxid, frame})
+	c.holding.Store(true)
 }
 
 // release queues the held notifications of a zxid at or below upTo (all
@@ -336,6 +344,7 @@ func (c *client) release(upTo int64, all bool) {
 	c.evq = kept
 	if len(c.evq) == 0 {
 		c.evq = nil
+		c.holding.Store(false)
 	}
 }
 

@@ -370,9 +370,9 @@ func (c *conn) readFrameFrom(prefix []byte, pool *bufPool) (*[]byte, error) {
 	if err := c.in.readFull(*buf); err != nil {
 		return nil, err
 	}
-	c.srv.stats.received.Add(1)
+	c.cell.reqs.received.Add(1)
 	c.st.recved.Add(1)
-	c.srv.counters.bytesReceived.Add(int64(n) + 4)
+	c.cell.reqs.bytesReceived.Add(int64(n) + 4)
 	return buf, nil
 }
 
@@ -1132,7 +1132,7 @@ func (c *conn) writeQueued() {
 			sent++
 		}
 		if sent > 0 {
-			c.srv.stats.sent.Add(int64(sent))
+			c.cell.reqs.sent.Add(int64(sent))
 			c.st.sent.Add(int64(sent))
 		}
 		if wrote > 0 {
@@ -1258,7 +1258,7 @@ func (c *conn) flusher() {
 			c.close()
 			return
 		}
-		c.srv.stats.sent.Add(int64(len(frames)))
+		c.cell.reqs.sent.Add(int64(len(frames)))
 		c.st.sent.Add(int64(len(frames)))
 	}
 }

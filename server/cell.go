@@ -94,13 +94,22 @@ func newCell(s *Server, name string, shardID, replicaID uint64) *cell {
 // notifications are queued on their connections before the proposers learn
 // their results, so a client sees an event before any reply showing the
 // change.
+//
+// The cell's zxid (what a ping's reply and the member-local reads carry) is
+// published last, once every notification of the Update is queued: a
+// client that saw zxid Z in any reply has been sent every notification of
+// a change up to Z first, so a setWatches from Z after a reconnect misses
+// nothing (go-zookeeper takes its last zxid from ping replies too).
 func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
-	c.zxid.Store(zxid)
+	defer c.zxid.Store(zxid)
 	c.resumables.applied(events)
 	for i := range events {
 		ev := &events[i]
 		switch ev.Kind {
 		case raftsm.EventWatch:
+			if h := c.srv.triggerHook.Load(); h != nil {
+				(*h)(ev.Zxid, ev.Path)
+			}
 			c.watches.trigger(ev.Zxid, ev.Type, ev.Path, ev.ACL)
 		case raftsm.EventSessionCreated:
 			c.tracker.Add(ev.Session, time.Duration(ev.Timeout)*time.Millisecond)

@@ -57,6 +57,10 @@ type Server struct {
 	// changes while it runs.
 	readHook atomic.Pointer[func(op jute.OpCode)]
 
+	// triggerHook, set by tests only, runs in a cell's Applied before each
+	// change's watches are triggered, under the state machine's lock.
+	triggerHook atomic.Pointer[func(zxid int64, path string)]
+
 	ctx    context.Context
 	cancel context.CancelFunc
 	// routines owns every goroutine the server starts (goroutines.go).

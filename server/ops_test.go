@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/fourlw"
 )
 
 // startStandalone starts a one-member server on free loopback ports.
@@ -39,20 +41,11 @@ func startStandalone(t *testing.T, tweak func(*Config)) *Server {
 // fourLW sends a word and reads the reply until the server closes.
 func fourLW(t *testing.T, addr, word string) string {
 	t.Helper()
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	if _, err := nc.Write([]byte(word)); err != nil {
-		t.Fatal(err)
-	}
-	b, err := io.ReadAll(nc)
+	out, err := fourlw.Ask(addr, word, 5*time.Second)
 	if err != nil {
 		t.Fatalf("%s: %v", word, err)
 	}
-	return string(b)
+	return out
 }
 
 // connectZK opens a go-zookeeper session and waits for it.

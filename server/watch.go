@@ -186,17 +186,9 @@ func (r *registry) hold(c *conn) {
 func (r *registry) finishRead(c *conn, at int64, before []note, reply []byte, want []watchReq) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	held := c.held.notes
-	c.held.on, c.held.notes = false, nil
-	i := 0
-	for ; i < len(held) && held[i].zxid <= at; i++ {
-		c.notify(held[i].zxid, held[i].typ, held[i].path)
-	}
-	if reply == nil {
+	held, i, ok := c.releaseHeldLocked(at, before, reply)
+	if !ok {
 		return
-	}
-	for _, n := range before {
-		c.notify(n.zxid, n.typ, n.path)
 	}
 	c.enqueue(reply)
 	if len(want) == 0 && i == len(held) {
@@ -241,6 +233,26 @@ func (r *registry) finishRead(c *conn, at int64, before []note, reply []byte, wa
 	}
 }
 
+// releaseHeldLocked ends the hold of c's notifications for a read as of
+// zxid at: it queues the held notifications of zxid <= at and, if the read
+// succeeded (reply is not nil), before. It returns the held notifications
+// and the index of the first not yet queued; ok is false when the read
+// failed, and nothing else is to be queued. The caller holds registry.mu.
+func (c *conn) releaseHeldLocked(at int64, before []note, reply []byte) (held []note, i int, ok bool) {
+	held = c.held.notes
+	c.held.on, c.held.notes = false, nil
+	for ; i < len(held) && held[i].zxid <= at; i++ {
+		c.notify(held[i].zxid, held[i].typ, held[i].path)
+	}
+	if reply == nil {
+		return held, i, false
+	}
+	for _, n := range before {
+		c.notify(n.zxid, n.typ, n.path)
+	}
+	return held, i, true
+}
+
 // finishSharedRead is finishRead for a read a proxy sent as DataShared
 // (upstream.go) on a version 2 upstream connection: the watches the read
 // asks for become the connection's shared watches (sw.conn), registered
@@ -253,17 +265,9 @@ func (r *registry) finishRead(c *conn, at int64, before []note, reply []byte, wa
 func (r *registry) finishSharedRead(c *conn, sw *sharedWatcher, xid int32, gen, at int64, before []note, reply []byte, want []watchReq) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	held := c.held.notes
-	c.held.on, c.held.notes = false, nil
-	i := 0
-	for ; i < len(held) && held[i].zxid <= at; i++ {
-		c.notify(held[i].zxid, held[i].typ, held[i].path)
-	}
-	if reply == nil {
+	held, i, ok := c.releaseHeldLocked(at, before, reply)
+	if !ok {
 		return
-	}
-	for _, n := range before {
-		c.notify(n.zxid, n.typ, n.path)
 	}
 	if len(want) > 0 {
 		rt := &r.mu.recent

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/internal/ackwrites"
+	"github.com/zkraft/zkraft/internal/fourlw"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/linreg"
 	"github.com/zkraft/zkraft/internal/zktest"
@@ -48,17 +47,8 @@ func (m *fleetMember) start(t *testing.T) {
 
 // fourLetter asks addr a four-letter word ("" on any error).
 func fourLetter(addr, word string) string {
-	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return ""
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(3 * time.Second))
-	if _, err := nc.Write([]byte(word)); err != nil {
-		return ""
-	}
-	b, _ := io.ReadAll(nc)
-	return string(b)
+	out, _ := fourlw.Ask(addr, word, 3*time.Second)
+	return out
 }
 
 // waitServing waits until srvr on addr reports a serving mode.
@@ -398,22 +388,12 @@ func TestFleetOfCells(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer rc.Close()
-	kids, _, err := rc.Children("/moving")
+	missing, err := ackwrites.Missing(rc, "/moving", moved)
 	if err != nil {
 		t.Fatal(err)
 	}
-	have := map[string]bool{}
-	for _, k := range kids {
-		have["/moving/"+k] = true
-	}
-	missing := 0
-	for _, p := range moved {
-		if !have[p] {
-			missing++
-		}
-	}
-	if missing > 0 {
-		t.Errorf("%d of %d writes acknowledged across the move are missing on member 2", missing, len(moved))
+	if len(missing) > 0 {
+		t.Errorf("%d of %d writes acknowledged across the move are missing on member 2", len(missing), len(moved))
 	}
 	t.Logf("cell gamma moved to 2,4,5: %d writes acknowledged across the move, none missing on member 2, session kept", len(moved))
 }

@@ -80,3 +80,23 @@ func (w *Writer) Stop() []string {
 	defer w.mu.Unlock()
 	return append([]string(nil), w.acked...)
 }
+
+// Missing are the paths of acked (children of prefix) that c does not
+// read among prefix's children.
+func Missing(c *zk.Conn, prefix string, acked []string) ([]string, error) {
+	kids, _, err := c.Children(prefix)
+	if err != nil {
+		return nil, err
+	}
+	have := make(map[string]bool, len(kids))
+	for _, k := range kids {
+		have[prefix+"/"+k] = true
+	}
+	var out []string
+	for _, p := range acked {
+		if !have[p] {
+			out = append(out, p)
+		}
+	}
+	return out, nil
+}

@@ -30,8 +30,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +41,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkraft/zkraft/internal/fourlw"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/logtail"
 )
@@ -589,22 +588,10 @@ func (e *Ensemble) WaitLeader(skip *Member, limit time.Duration) *Member {
 	return nil
 }
 
-// FourLetter sends a four-letter word to addr and returns the answer.
+// FourLetter sends a four-letter word to addr and returns the answer
+// (fourlw.Ask).
 func FourLetter(addr, word string, timeout time.Duration) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, timeout)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(timeout))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return string(b), err
-	}
-	return string(b), nil
+	return fourlw.Ask(addr, word, timeout)
 }
 
 // Mode is the "Mode:" srvr reports at addr (leader, follower, standalone,

@@ -94,7 +94,7 @@ var rules = []rule{
 	{pkg: "faulttest", testZK: []string{"internal/..."}, noRaft: true,
 		why: "the fault tests drive member processes, not packages"},
 	{pkg: "cmd/...", zk: []string{"..."}},
-	{pkg: "internal/zktest", zk: []string{"internal/freeport", "internal/logtail"},
+	{pkg: "internal/zktest", zk: []string{"internal/freeport", "internal/fourlw", "internal/logtail"},
 		why: "the real-ZooKeeper harness reports what ZooKeeper does, untouched by zkraft's code"},
 	{pkg: "internal/...", zk: []string{"..."}},
 	{pkg: "scripts/...", zk: []string{"..."}},

@@ -1,10 +1,7 @@
 package zktest
 
 import (
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +12,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkraft/zkraft/internal/fourlw"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/logtail"
 )
@@ -211,22 +209,7 @@ func (s *Server) LogContains(sub string) bool {
 }
 
 // FourLetter sends a four-letter word and returns the answer.
-func FourLetter(addr, word string) (string, error) {
-	c, err := net.DialTimeout("tcp", addr, time.Second)
-	if err != nil {
-		return "", err
-	}
-	defer c.Close()
-	c.SetDeadline(time.Now().Add(3 * time.Second))
-	if _, err := c.Write([]byte(word)); err != nil {
-		return "", err
-	}
-	b, err := io.ReadAll(c)
-	if err != nil && !errors.Is(err, io.EOF) {
-		return string(b), err
-	}
-	return string(b), nil
-}
+func FourLetter(addr, word string) (string, error) { return fourlw.Ask(addr, word, 3*time.Second) }
 
 // Connect opens a client session authenticated as the super user.
 func Connect(t testing.TB, addr string) *zk.Conn {

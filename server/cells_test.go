@@ -283,6 +283,12 @@ func isQuotaExceeded(err error) bool {
 // and waits until the map holds all of them.
 func fleetOf(t *testing.T, n int) []*Server {
 	t.Helper()
+	return fleetOfWith(t, n, nil)
+}
+
+// fleetOfWith is fleetOf with each member's Config changed by tweak.
+func fleetOfWith(t *testing.T, n int, tweak func(*Config)) []*Server {
+	t.Helper()
 	net := 100 + os.Getpid()%100 + 1
 	var members []Member
 	for i := 1; i <= n; i++ {
@@ -294,6 +300,9 @@ func fleetOf(t *testing.T, n int) []*Server {
 	for i := range servers {
 		cfg := Config{ClientAddr: members[i].ClientAddr, DataDir: t.TempDir(), Members: members, ReplicaID: uint64(i + 1),
 			TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, uint64(i+1))}
+		if tweak != nil {
+			tweak(&cfg)
+		}
 		s, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -591,5 +600,55 @@ func TestCellRequestFigures(t *testing.T) {
 	}
 	if got := mntr(s.Addr().String(), "bytes_received_count"); got > 64 {
 		t.Errorf("the default cell's bytes_received_count %d: busy's requests counted there", got)
+	}
+}
+
+// TestJoinedMemberHostsCells: a member added to the ensemble by reconfig
+// after the bootstrap gets a non-voting replica of the system shard (the
+// system shard's leader's member adds it), puts itself in the fleet's map,
+// and a cell placed on it is served there.
+func TestJoinedMemberHostsCells(t *testing.T) {
+	tweak := func(c *Config) {
+		c.ReconfigEnabled = true
+		c.SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4=" // super:secret
+	}
+	servers := fleetOfWith(t, 3, tweak)
+	host, _, _ := net.SplitHostPort(servers[2].cfg.ClientAddr)
+	ip4 := host[:strings.LastIndex(host, ".")] + ".4"
+	fourth := Member{ID: 4, RaftAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)), ElectionAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)),
+		ClientAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t))}
+	admin := connectZK(t, servers[0].Addr().String())
+	if err := admin.AddAuth("digest", []byte("super:secret")); err != nil {
+		t.Fatal(err)
+	}
+	join := fmt.Sprintf("server.4=%s:%s:participant;%s", fourth.RaftAddr, strings.Split(fourth.ElectionAddr, ":")[1], fourth.ClientAddr)
+	if _, err := admin.IncrementalReconfig([]string{join}, nil, -1); err != nil {
+		t.Fatalf("reconfig -add: %v", err)
+	}
+	cfg := Config{ClientAddr: fourth.ClientAddr, DataDir: t.TempDir(), Members: append(append([]Member(nil), servers[0].cfg.Members...), fourth),
+		ReplicaID: 4, Join: true, TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, 4)}
+	tweak(&cfg)
+	s4, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s4.Close()
+	m := waitMap(t, servers[0], "member 4", func(m *fleet.Map) bool { _, ok := m.Member(4); return ok })
+	if x, _ := m.Member(4); x.RaftAddr != fourth.RaftAddr || x.ClientHost != ip4 {
+		t.Errorf("member 4 in the map: %+v", x)
+	}
+	port := uint16(freeport.Port(t))
+	rep, err := servers[0].fleet.propose(context.Background(), &fleet.CreateCell{Name: "late", Placement: fleet.Placement{Voters: []uint64{2, 3, 4}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create on 2,3,4: %v %v", rep, err)
+	}
+	waitServed(t, s4, "late")
+	c := connectZK(t, net.JoinHostPort(ip4, fmt.Sprint(port)))
+	if _, err := c.Create("/on-the-new-member", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c2 := connectZK(t, cellAddrs(servers, port, 2)[0])
+	if data, _, err := c2.Get("/on-the-new-member"); err != nil || string(data) != "x" {
+		t.Fatalf("the cell on member 2: %q %v", data, err)
 	}
 }

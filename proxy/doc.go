@@ -16,8 +16,14 @@
 // upstream, and calls Close, which closes every connection and waits for
 // every goroutine New started.
 //
+// With protocol version 2 identical watches of its sessions are one
+// watch on the member, fanned out here with ZooKeeper's guarantees per
+// session (watches.go, docs/proxy.md).
+//
 // Lock order: Proxy.mu, then upConn.mu, then client.fl, then client.out;
-// upConn.out is taken alone. The figures' locks (stats.go: connStats.mu,
-// proxyStats.mu, upstreamStats.mu) are taken with no other held, but for
-// client.fl under connStats.mu (Connections).
+// sharedWatches.mu (watches.go) is taken alone or before upConn.out (an
+// Unwatch is queued under it); upConn.out is otherwise taken alone. The
+// figures' locks (stats.go: connStats.mu, proxyStats.mu,
+// upstreamStats.mu) are taken with no other held, but for client.fl under
+// connStats.mu (Connections).
 package proxy

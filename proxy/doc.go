@@ -3,11 +3,13 @@
 // to a member over the upstream protocol (package wire, docs/proxy.md). It
 // answers pings itself and sends one keep-alive batch per tick for all of
 // its sessions; every other request is executed by the member, in order
-// per session, with the member's own connection pipeline.
+// per session, with the member's own connection pipeline. It answers
+// four-letter words, AdminServer commands and Prometheus scrapes about
+// itself (operator.go, metrics.go), through package operator's registry.
 //
-// It imports jute, session (the keep-alive set) and proxy/wire, never
-// server, raftsm, Dragonboat or Pebble: a proxy knows the cell only over
-// the network (internal/layout's test checks it).
+// It imports jute, session (the keep-alive set), proxy/wire and operator,
+// never server, raftsm, Dragonboat or Pebble: a proxy knows the cell only
+// over the network (internal/layout's test checks it).
 //
 // Its caller fills in a Config (zero values documented; New calls
 // Validate), calls New, which listens for clients and starts connecting
@@ -20,5 +22,8 @@
 //
 // Lock order: Proxy.mu, then upConn.mu, then client.fl, then client.out;
 // sharedWatches.mu (watches.go) is taken alone or before upConn.out (an
-// Unwatch is queued under it); upConn.out is otherwise taken alone.
+// Unwatch is queued under it); upConn.out is otherwise taken alone. The
+// figures' locks (stats.go: connStats.mu, proxyStats.mu,
+// upstreamStats.mu) are taken with no other held, but for client.fl under
+// connStats.mu (Connections).
 package proxy

@@ -186,3 +186,24 @@ func TestProxyAdminServer(t *testing.T) {
 		}
 	}
 }
+
+// TestProxyMetricsAcrossReconnect: when its member restarts the proxy's
+// figures show the upstream connection made again, and its session back.
+func TestProxyMetricsAcrossReconnect(t *testing.T) {
+	m := startMember(t, nil)
+	p := startProxyWith(t, proxy.Config{MetricsAddr: "127.0.0.1:0"}, m)
+	_, ev := connect(t, 8*time.Second, p.Addr().String())
+	m.srv.Close()
+	waitState(t, ev, zk.StateDisconnected)
+	startMember(t, &m.cfg)
+	waitState(t, ev, zk.StateHasSession)
+	for series, want := range map[string]float64{
+		"zkraft_proxy_upstream_connects_total":                              2,
+		`zkraft_proxy_upstream_connected{member="` + m.cfg.ProxyAddr + `"}`: 1,
+		"zkraft_proxy_sessions":                                             1,
+	} {
+		if got := scrape(t, p, series); got != want {
+			t.Errorf("%s = %v, want %v", series, got, want)
+		}
+	}
+}

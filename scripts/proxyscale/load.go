@@ -366,6 +366,7 @@ func startLoader(self string, addrs []string, n int, timeout time.Duration, logP
 	}
 	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String())
 	cmd.Stderr = f
+	cmd.SysProcAttr = orphanless()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err

@@ -113,10 +113,18 @@ func start(name, logPath string, args ...string) (*proc, error) {
 	}
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = orphanless()
 	if err := cmd.Start(); err != nil {
 		return nil, err
 	}
 	return &proc{name: name, cmd: cmd}, nil
+}
+
+// orphanless makes a child die with this process (the kernel sends it
+// SIGKILL when we exit, however we exit: an interrupted run leaves no
+// member, proxy or load process behind).
+func orphanless() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 }
 
 func waitPort(addr string, d time.Duration) error {

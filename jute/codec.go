@@ -20,6 +20,10 @@ func NewWriter(capHint int) *Writer {
 	return &Writer{buf: make([]byte, 0, capHint)}
 }
 
+// AppendWriter returns a Writer that appends to buf (from its length on),
+// for a caller that reuses one buffer for many encodings.
+func AppendWriter(buf []byte) *Writer { return &Writer{buf: buf} }
+
 // Bytes returns the encoded bytes. The slice aliases the Writer's buffer until
 // the next write or Reset.
 func (w *Writer) Bytes() []byte { return w.buf }

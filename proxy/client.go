@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/operator"
 	"github.com/zkraft/zkraft/proxy/wire"
 )
 
@@ -22,12 +23,6 @@ const (
 	queueBytes     = 4 << 20
 	// handshakeTimeout bounds the wait for a ConnectRequest.
 	handshakeTimeout = 30 * time.Second
-	// wordTail bounds what a four-letter word's client may send after it
-	// that goes up; wordDrainLimit and wordLinger bound what is read and
-	// dropped after the answer, and for how long.
-	wordTail       = 64
-	wordDrainLimit = 64 << 10
-	wordLinger     = 5 * time.Second
 	// stallTimeout closes a client that does not read its replies.
 	stallTimeout = 30 * time.Second
 	// requestHeaderLen is a request's header: xid and op code.
@@ -50,7 +45,7 @@ type client struct {
 	timeout   atomic.Int64 // negotiated, ms
 	zxid      atomic.Int64 // the highest zxid the channel carried
 	connected bool         // the ConnectResponse came (upstream reader only)
-	word      bool         // a four-letter word's connection: text comes back
+	heard     atomic.Int64 // Unix ns of the client's last packet (dump's expiry)
 	// evq holds notifications while requests are outstanding (held,
 	// watches.go); upstream reader only.
 	evq []heldNote
@@ -62,6 +57,8 @@ type client struct {
 	subs      map[upKey]struct{}
 	swDropped bool
 	evSeq     int64
+
+	stats connStats // cons's figures (stats.go)
 
 	// fl is what was forwarded and not answered, in order.
 	fl struct {
@@ -82,7 +79,6 @@ type client struct {
 		closeAfter bool
 	}
 	done      chan struct{}
-	wordDone  chan struct{} // a word's answer is written and the socket half-closed
 	closeOnce sync.Once
 }
 
@@ -90,6 +86,8 @@ type client struct {
 type flight struct {
 	size int
 	op   jute.OpCode
+	at   time.Time // when it came, for its latency
+	xid  int32
 	// keys: a DataShared read's upstream watches (in flight until its
 	// reply); path and wtype: a removeWatches' or checkWatches' request,
 	// applied to the shared watches when its reply comes.
@@ -110,8 +108,9 @@ type heldNote struct {
 const maxHeldNotes = 1 << 16
 
 func newClient(p *Proxy, nc net.Conn, ip string) *client {
-	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{}), wordDone: make(chan struct{})}
+	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{})}
 	c.fl.cond.L = &c.fl.Mutex
+	c.stats.init(time.Now())
 	return c
 }
 
@@ -125,58 +124,35 @@ func (c *client) serve() {
 	if _, err := io.ReadFull(c.nc, first[:]); err != nil {
 		return
 	}
-	var body []byte
-	word := string(first[:])
-	if isFourLetterWord(word) {
-		c.word = true
-	} else {
-		word = ""
-		var err error
-		if body, err = c.readBody(first[:]); err != nil {
-			return
+	c.stats.received.Add(1)
+	c.p.stats.received.Add(1)
+	c.heard.Store(time.Now().UnixNano())
+	if w := string(first[:]); c.p.reg.IsWord(w) {
+		// The proxy answers for itself, as a member does for itself.
+		c.p.stats.wordsAnswered.Add(1)
+		if out, ok := c.p.reg.Word(w, c.p.cfg.FourLetterWords, c.nc, opMember{c.p}); ok {
+			operator.Answer(c.nc, out, operator.DefaultLinger, func() {})
 		}
-		if err := jute.Unmarshal(body, new(jute.ConnectRequest)); err != nil {
-			return // as a member: a handshake that does not decode closes
-		}
+		return
+	}
+	body, err := c.readBody(first[:])
+	if err != nil {
+		return
+	}
+	if err := jute.Unmarshal(body, new(jute.ConnectRequest)); err != nil {
+		return // as a member: a handshake that does not decode closes
 	}
 	up := c.p.upstream(c.p.cfg.HandshakeWait, c.done)
 	if up == nil {
+		c.p.stats.handshakeRefused.Add(1)
 		return // no member: the client tries its next address
 	}
 	c.up = up
-	ch, err := up.open(c, body, word)
+	ch, err := up.open(c, body)
 	if err != nil {
 		return
 	}
 	c.ch = ch
-	if c.word {
-		// The member answers the word and closes the channel, and the
-		// client's socket closes with the answer. What the client sends
-		// after the word (stmk's mask) goes up, a few bytes at most.
-		// Once the answer is written the flusher half-closes the socket and
-		// the rest is read and dropped until the client closes its side
-		// (for at most wordLinger), as a member does (answerAndClose).
-		c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
-		buf := make([]byte, 4<<10)
-		for sent, drained := 0, 0; drained < wordDrainLimit; {
-			n, err := c.nc.Read(buf)
-			if n > 0 && sent < wordTail {
-				m := min(n, wordTail-sent)
-				up.send(true, wire.AppendFrame(nil, wire.KindData, ch, buf[:m]))
-				sent += m
-			}
-			drained += n
-			if err != nil {
-				break
-			}
-		}
-		select {
-		case <-c.wordDone:
-		case <-c.done:
-		case <-time.After(handshakeTimeout):
-		}
-		return
-	}
 	if err := c.readLoop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
 		c.p.log.Debug("client connection ended", "session", c.sessionID.Load(), "err", err)
 	}
@@ -231,6 +207,11 @@ func (c *client) readLoop() error {
 		if err != nil {
 			return err
 		}
+		now := time.Now()
+		c.heard.Store(now.UnixNano())
+		c.stats.received.Add(1)
+		c.p.stats.received.Add(1)
+		c.p.stats.bytesReceived.Add(int64(4 + len(body)))
 		var hdr jute.RequestHeader
 		if err := jute.Unmarshal(body, &hdr); err != nil {
 			return err
@@ -239,10 +220,12 @@ func (c *client) readLoop() error {
 			c.p.alive.Record(id)
 		}
 		if hdr.Type == jute.OpPing {
-			c.queue(jute.AppendFrame(nil, &jute.ReplyHeader{Xid: jute.XidPing, Zxid: max(c.zxid.Load(), c.up.zxid.Load())}))
+			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: max(c.zxid.Load(), c.up.zxid.Load())}
+			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
+			c.queue(jute.AppendFrame(nil, &h))
 			continue
 		}
-		f := flight{size: len(body), op: hdr.Type}
+		f := flight{size: len(body), op: hdr.Type, at: now, xid: hdr.Xid}
 		frame := func() []byte { return wire.AppendFrame(nil, wire.KindData, c.ch, body) }
 		if sw := c.up.sw; sw != nil {
 			switch hdr.Type {
@@ -364,10 +347,6 @@ func (c *client) deliver(zxid int64, frame []byte) {
 // notifications. It runs on the upstream connection's reader and never
 // waits for the client.
 func (c *client) fromUpstream(body []byte) {
-	if c.word {
-		c.queue(body)
-		return
-	}
 	if !c.connected {
 		c.connected = true
 		resp := new(jute.ConnectResponse)
@@ -412,6 +391,9 @@ func (c *client) fromUpstream(body []byte) {
 			}
 		}
 	}
+	if ok {
+		c.answeredAt(f, h, time.Now())
+	}
 	if len(c.evq) > 0 {
 		c.release(h.Zxid, false)
 	}
@@ -442,6 +424,7 @@ func (c *client) queue(frame []byte) {
 		c.out.closed = true
 		c.out.frames, c.out.bytes = nil, 0
 		c.out.Unlock()
+		c.p.stats.stalledClosed.Add(1)
 		c.p.log.Warn("client too slow: outbox full", "session", c.sessionID.Load(), "remote", c.nc.RemoteAddr().String())
 		c.close()
 		return
@@ -450,6 +433,8 @@ func (c *client) queue(frame []byte) {
 	c.out.bytes += len(frame)
 	c.kickLocked()
 	c.out.Unlock()
+	c.stats.sent.Add(1)
+	c.p.stats.sent.Add(1)
 }
 
 func (c *client) kickLocked() {
@@ -482,15 +467,7 @@ func (c *client) flusher() {
 		if len(frames) == 0 {
 			c.out.flushing = false
 			c.out.Unlock()
-			switch {
-			case closeAfter && c.word:
-				if tc, ok := c.nc.(*net.TCPConn); ok && tc.CloseWrite() == nil {
-					c.nc.SetReadDeadline(time.Now().Add(wordLinger))
-					close(c.wordDone)
-					return
-				}
-				c.close()
-			case closeAfter:
+			if closeAfter {
 				c.close()
 			}
 			return
@@ -529,18 +506,4 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
-}
-
-// isFourLetterWord reports whether the first four bytes of a connection
-// are a four-letter word rather than a frame's length (four lower-case
-// letters as a length would exceed jute.maxbuffer). The member answers it
-// (or not, if it has not enabled it), as if the client were connected to
-// it.
-func isFourLetterWord(w string) bool {
-	for i := range len(w) {
-		if w[i] < 'a' || w[i] > 'z' {
-			return false
-		}
-	}
-	return true
 }

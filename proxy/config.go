@@ -8,6 +8,8 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/zkraft/zkraft/proxy/wire"
 )
 
@@ -37,6 +39,25 @@ type Config struct {
 	// connection before the proxy closes it (the client then tries its
 	// next address). Default 2s.
 	HandshakeWait time.Duration
+	// FourLetterWords are the four-letter words the proxy answers
+	// (4lw.commands.whitelist); "*" enables all. Default srvr only, as
+	// ZooKeeper's. Words the proxy has no command for (hash: the
+	// member's digests) go to the member, whose own whitelist applies.
+	FourLetterWords []string
+	// AdminAddr, if set, serves ZooKeeper's AdminServer (/commands/...)
+	// about the proxy on this host:port. Off by default: a proxy shares
+	// hosts with members, whose AdminServer has port 8080.
+	AdminAddr string
+	// AdminCommandURL is the AdminServer's path prefix
+	// (admin.commandURL). Default /commands.
+	AdminCommandURL string
+	// MetricsAddr, if set, serves Prometheus /metrics about the proxy on
+	// this host:port. Off by default.
+	MetricsAddr string
+	// Registerer receives the proxy's Prometheus collectors and Gatherer
+	// is what MetricsAddr serves. Nil: a registry of the proxy's own.
+	Registerer prometheus.Registerer
+	Gatherer   prometheus.Gatherer
 	// UpstreamVersion is the newest upstream protocol version the proxy
 	// says hello in; a member that speaks only an older one is greeted
 	// again in it. 1 turns shared watches off (every session's watch is
@@ -70,6 +91,29 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxClientCnxns < 0 || c.MaxCnxns < 0 {
 		return errors.New("proxy: negative connection limit")
+	}
+	if c.FourLetterWords == nil {
+		c.FourLetterWords = []string{"srvr"}
+	}
+	if c.AdminCommandURL == "" {
+		c.AdminCommandURL = "/commands"
+	}
+	for _, a := range []string{c.AdminAddr, c.MetricsAddr} {
+		if a == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(a); err != nil {
+			return fmt.Errorf("proxy: address %q: %w", a, err)
+		}
+	}
+	if c.Registerer == nil {
+		reg := prometheus.NewRegistry()
+		c.Registerer, c.Gatherer = reg, reg
+	}
+	if c.Gatherer == nil {
+		if g, ok := c.Registerer.(prometheus.Gatherer); ok {
+			c.Gatherer = g
+		}
 	}
 	switch {
 	case c.UpstreamVersion == 0:

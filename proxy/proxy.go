@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/zkraft/zkraft/operator"
 	"github.com/zkraft/zkraft/proxy/wire"
 	"github.com/zkraft/zkraft/session"
 )
@@ -32,6 +33,11 @@ type Proxy struct {
 
 	// alive is the set of sessions heard from since the last keep-alive.
 	alive session.KeepAlives
+
+	stats   proxyStats    // packets, latencies, refusals (stats.go)
+	upstats upstreamStats // the upstream connection's history
+	ops     []*opsServer  // AdminServer and Prometheus listeners, set by New
+	reg     *operator.Registry
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -58,9 +64,18 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, fmt.Errorf("proxy: listen %s: %w", cfg.ClientAddr, err)
 	}
 	p := &Proxy{cfg: cfg, log: cfg.Logger.With("proxy", cfg.Name), ln: ln}
+	p.stats.started = time.Now()
+	p.reg = newRegistry(p)
 	p.mu.clients = map[*client]struct{}{}
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if err := p.startOps(); err != nil {
+		p.closeOps()
+		p.cancel()
+		p.wg.Wait()
+		ln.Close()
+		return nil, err
+	}
 	p.wg.Add(3)
 	go p.acceptLoop()
 	go p.upstreamLoop()
@@ -90,6 +105,7 @@ func (p *Proxy) Close() error {
 	p.mu.Unlock()
 	p.cancel()
 	err := p.ln.Close()
+	p.closeOps()
 	if up != nil {
 		up.close()
 	}
@@ -145,6 +161,9 @@ func (p *Proxy) register(nc net.Conn) (*client, bool) {
 	if p.mu.closed ||
 		(p.cfg.MaxClientCnxns > 0 && p.mu.perIP[ip] >= p.cfg.MaxClientCnxns) ||
 		(p.cfg.MaxCnxns > 0 && len(p.mu.clients) >= p.cfg.MaxCnxns) {
+		if !p.mu.closed {
+			p.stats.connRejected.Add(1)
+		}
 		return nil, false
 	}
 	c := newClient(p, nc, ip)
@@ -200,6 +219,7 @@ func (p *Proxy) upstreamLoop() {
 		next++
 		u, err := dialUpstream(p, addr)
 		if err != nil {
+			p.upstats.failed(addr, err)
 			p.log.Warn("upstream connect failed", "member", addr, "err", err, "retryIn", backoff.String())
 			wait := backoff/2 + rand.N(backoff)
 			backoff = min(2*backoff, backoffMax)
@@ -218,11 +238,13 @@ func (p *Proxy) upstreamLoop() {
 		}
 		p.mu.up = u
 		p.mu.Unlock()
+		p.upstats.connected(addr, time.Now())
 		p.log.Info("upstream connected", "member", addr)
 		err = u.run()
 		p.mu.Lock()
 		p.mu.up = nil
 		p.mu.Unlock()
+		p.upstats.lost(err)
 		u.close()
 		if p.ctx.Err() == nil {
 			p.log.Warn("upstream lost: its clients are closed and reconnect", "member", addr, "err", err)
@@ -250,6 +272,9 @@ func (p *Proxy) keepAliveLoop() {
 		p.mu.Unlock()
 		if up != nil {
 			up.send(false, wire.AppendRecord(nil, wire.KindKeepAlive, 0, &wire.KeepAlive{Sessions: ids}))
+			p.stats.keepAliveBatches.Add(1)
+			p.stats.keepAliveIDs.Add(int64(len(ids)))
+			p.stats.lastBatch.Store(int64(len(ids)))
 		}
 	}
 }

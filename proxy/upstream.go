@@ -162,9 +162,10 @@ func (u *upConn) seen(z int64) {
 	}
 }
 
-// open gives c a channel and sends the member c's ConnectRequest, or its
-// four-letter word.
-func (u *upConn) open(c *client, connect []byte, word string) (int64, error) {
+// open gives c a channel and sends the member c's ConnectRequest. (The
+// protocol's word channels are not used: the proxy answers four-letter
+// words itself.)
+func (u *upConn) open(c *client, connect []byte) (int64, error) {
 	u.mu.Lock()
 	if u.mu.closed {
 		u.mu.Unlock()
@@ -174,7 +175,7 @@ func (u *upConn) open(c *client, connect []byte, word string) (int64, error) {
 	ch := u.mu.next
 	u.mu.chans[ch] = c
 	u.mu.Unlock()
-	return ch, u.send(true, wire.AppendRecord(nil, wire.KindOpen, ch, &wire.Open{ClientAddr: c.nc.RemoteAddr().String(), Connect: connect, Word: word}))
+	return ch, u.send(true, wire.AppendRecord(nil, wire.KindOpen, ch, &wire.Open{ClientAddr: c.nc.RemoteAddr().String(), Connect: connect}))
 }
 
 func (u *upConn) channel(ch int64) *client {

@@ -26,6 +26,9 @@ type applier struct {
 	digests []indexDigest
 	recent  *recentDigests
 	events  []Event
+	// sealed: the namespace is sealed (KindSeal): writes and new
+	// sessions are refused.
+	sealed bool
 }
 
 // apply applies one command. A ZooKeeper failure is a Reply with an error
@@ -83,6 +86,22 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 			return nil, err
 		}
 		return &Reply{Zxid: a.zxid}, nil
+	case KindSeal:
+		if !a.sealed {
+			if err := a.kv.w.Set(keySealed, []byte{1}, nil); err != nil {
+				return nil, err
+			}
+			a.sealed = true
+		}
+		return &Reply{Zxid: a.zxid}, nil
+	case KindUnseal:
+		if a.sealed {
+			if err := a.kv.w.Delete(keySealed, nil); err != nil {
+				return nil, err
+			}
+			a.sealed = false
+		}
+		return &Reply{Zxid: a.zxid}, nil
 	case KindKeepAlive:
 		live := make([]int64, 0, len(c.Sessions))
 		for _, id := range c.Sessions {
@@ -123,6 +142,11 @@ func (a *applier) triggers(zxid int64, ts []znode.Trigger) {
 }
 
 func (a *applier) request(c *Command) (*Reply, error) {
+	if a.sealed {
+		// A sealed namespace takes no write (KindSeal): NOTREADONLY, as a
+		// read-only ZooKeeper answers, with no txn and no zxid.
+		return &Reply{Err: jute.ErrNotReadOnly, Zxid: a.zxid}, nil
+	}
 	zxid := a.next() // a failed write consumes a zxid too, as ZooKeeper's error txn does
 	if c.Op == jute.OpError {
 		// A request the member refused before the log (one it could not
@@ -207,6 +231,9 @@ func (a *applier) createSession(c *Command) (*Reply, error) {
 	if ok || c.Session == 0 {
 		// The proposer picks another id and tries again.
 		return &Reply{Err: jute.ErrNodeExists, Zxid: a.zxid}, nil
+	}
+	if a.sealed {
+		return &Reply{Err: jute.ErrNotReadOnly, Zxid: a.zxid}, nil
 	}
 	zxid := a.next()
 	if err := a.kv.set(sessionKey(c.Session), timeoutValue(c.Timeout), nil); err != nil {

@@ -41,10 +41,20 @@ const (
 	// ZooKeeper 3.6+ compares the digests its transactions carry. It
 	// changes no state and consumes no zxid.
 	KindCheckDigest Kind = 9
+	// KindSeal seals the namespace before it is deleted (docs/cells.md,
+	// Deleting a cell): from the next entry on, every client write (a
+	// KindRequest) is refused with NOTREADONLY, as a read-only ZooKeeper
+	// refuses it, without a zxid, and so is every new session. Reads,
+	// keep-alives, re-attaching and closing sessions (which deletes their
+	// ephemerals) go on, so the namespace can still empty. It consumes no
+	// zxid; sealing a sealed namespace changes nothing.
+	KindSeal Kind = 10
+	// KindUnseal undoes KindSeal (a delete that was refused).
+	KindUnseal Kind = 11
 )
 
 // lastKind is the highest Kind; DecodeCommand refuses anything above.
-const lastKind = KindCheckDigest
+const lastKind = KindUnseal
 
 func (k Kind) String() string {
 	switch k {
@@ -66,6 +76,10 @@ func (k Kind) String() string {
 		return "checkImport"
 	case KindCheckDigest:
 		return "checkDigest"
+	case KindSeal:
+		return "seal"
+	case KindUnseal:
+		return "unseal"
 	}
 	return fmt.Sprintf("Kind(%d)", int32(k))
 }
@@ -169,13 +183,28 @@ var _ jute.Record = (*Command)(nil)
 // their size (a write's request body, usually most of it, is copied once
 // rather than into a buffer grown from 64 bytes).
 func EncodeCommand(c *Command) []byte {
+	return AppendCommand(make([]byte, 0, c.EncodedSize()), c)
+}
+
+// AppendCommand appends the bytes to propose for c to dst, growing it at
+// most once: for a proposer that reuses its buffer (Dragonboat's Propose
+// copies the command into its log entry before it returns).
+func AppendCommand(dst []byte, c *Command) []byte {
+	if need := len(dst) + c.EncodedSize(); cap(dst) < need {
+		dst = append(make([]byte, 0, need), dst...)
+	}
+	w := jute.AppendWriter(dst)
+	c.Encode(w)
+	return w.Bytes()
+}
+
+// EncodedSize is the size of c's encoding.
+func (c *Command) EncodedSize() int {
 	size := commandFixedBytes + len(c.Body) + 8*(len(c.Sessions)+len(c.Seen))
 	for _, id := range c.Auth {
 		size += 8 + len(id.Scheme) + len(id.ID)
 	}
-	w := jute.NewWriter(size)
-	c.Encode(w)
-	return w.Bytes()
+	return size
 }
 
 // commandFixedBytes is the size of a Command's encoding without its

@@ -64,6 +64,9 @@ var (
 	// keyFormat holds the key layout's version (formatVersion); a store
 	// without it is format 1 and is converted at Open (convert.go).
 	keyFormat = []byte("m:format")
+	// keySealed is present (value 1) while the namespace is sealed
+	// (KindSeal).
+	keySealed = []byte("m:sealed")
 )
 
 // formatVersion is the key layout this code writes.

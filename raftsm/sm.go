@@ -131,6 +131,7 @@ type StateMachine struct {
 		digests  recentDigests            // after each recent entry (digest.go)
 		stats    TreeStats                // of the applied state (stats.go)
 		sessions map[int64]*cachedSession // every stored session (apply.go)
+		sealed   bool                     // keySealed is set (KindSeal)
 		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
 		kids     *childCache              // recent child lists (childcache.go)
 	}
@@ -233,6 +234,7 @@ func (s *StateMachine) openLocked(db *pebble.DB) (uint64, error) {
 			return 0, err
 		}
 		s.mu.sessions = map[int64]*cachedSession{}
+		s.mu.sealed = false
 		s.mu.digest, s.mu.stats, err = checkDigest(db, s.dir, 0)
 		return 0, err
 	}
@@ -257,6 +259,11 @@ func (s *StateMachine) openLocked(db *pebble.DB) (uint64, error) {
 		return 0, fmt.Errorf("%w: zxid of %d bytes", ErrBadSnapshot, len(z))
 	}
 	s.mu.zxid = int64(binary.BigEndian.Uint64(z))
+	sealed, err := getValue(db, keySealed)
+	if err != nil {
+		return 0, err
+	}
+	s.mu.sealed = sealed != nil
 	if s.sink != nil {
 		// The member learns the stored zxid before any entry is applied:
 		// reconnecting clients compare their lastZxidSeen with it.
@@ -322,7 +329,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 			s.mu.kids.reset()
 		}
 	}()
-	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest, recent: &s.mu.digests, stats: s.mu.stats}
+	a := applier{opts: s.opts, zxid: s.mu.zxid, sess: s.mu.sessions, digest: s.mu.digest, recent: &s.mu.digests, stats: s.mu.stats, sealed: s.mu.sealed}
 	a.kv = storeKV{treeReader: treeReader{r: b, kids: s.mu.kids}, w: b, cache: s.mu.nodes, zxid: &a.zxid, digest: &a.digest, stats: &a.stats}
 	applied := s.mu.applied
 	times := map[int64]int64{} // zxid -> command time, for history
@@ -376,6 +383,7 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	s.mu.zxid = a.zxid
 	s.mu.digest = a.digest
 	s.mu.stats = a.stats
+	s.mu.sealed = a.sealed
 	for _, d := range a.digests {
 		s.mu.digests.add(d.index, d.digest)
 	}
@@ -422,6 +430,12 @@ func (v View) Applied() uint64 { return v.applied }
 // Digest is the store's digest after the last entry applied (digest.go),
 // what a KindCheckDigest for Applied carries.
 func (v View) Digest() uint64 { return v.digest }
+
+// Sealed reports whether the namespace is sealed (KindSeal).
+func (v View) Sealed() (bool, error) {
+	b, err := getValue(v.tree.r, keySealed)
+	return b != nil, err
+}
 
 // Tree is the read-only data tree.
 func (v View) Tree() znode.ReadKV { return v.tree }

@@ -398,6 +398,16 @@ func TestCommandRoundTrip(t *testing.T) {
 			// Encode writes.
 			t.Errorf("%s: EncodeCommand wrote %d bytes in a buffer of %d, or not what Marshal writes", c.Kind, len(b), cap(b))
 		}
+		// AppendCommand writes the same after what dst holds, in dst's
+		// buffer when it has room.
+		dst := make([]byte, 3, 3+len(b))
+		copy(dst, "pre")
+		if a := AppendCommand(dst, c); string(a[:3]) != "pre" || !bytes.Equal(a[3:], b) || &a[0] != &dst[0] {
+			t.Errorf("%s: AppendCommand wrote %x, want pre%x in dst's buffer", c.Kind, a, b)
+		}
+		if a := AppendCommand(append(make([]byte, 0, 1), 'p'), c); string(a[:1]) != "p" || !bytes.Equal(a[1:], b) {
+			t.Errorf("%s: AppendCommand into a full buffer wrote %x", c.Kind, a)
+		}
 		got, err := DecodeCommand(b)
 		if err != nil {
 			t.Fatalf("DecodeCommand(%v): %v", c.Kind, err)

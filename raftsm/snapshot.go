@@ -180,6 +180,11 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		return err
 	}
 	s.mu.sessions = sessions
+	sealed, err := getValue(db, keySealed)
+	if err != nil {
+		return err
+	}
+	s.mu.sealed = sealed != nil
 	if s.sink != nil {
 		s.sink.Applied(s.shardID, s.mu.zxid, []Event{{Kind: EventReset, Zxid: s.mu.zxid}})
 	}

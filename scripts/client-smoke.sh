@@ -3,6 +3,11 @@
 # fresh data directory, and drives it with real ZooKeeper clients: zkCli.sh
 # (the Java client) and kazoo. It needs the Debian packages zookeeper and
 # python3-kazoo (.ci/run installs them).
+#
+#   scripts/client-smoke.sh             start a zkraft and drive it
+#   scripts/client-smoke.sh HOST:PORT   drive a running server instead (a
+#                                       proxy: scripts/proxy-conformance.sh);
+#                                       / must hold only /zookeeper
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tmp="$(mktemp -d "${TMPDIR:-/tmp}/zkraft-smoke.XXXXXX")"
@@ -16,19 +21,24 @@ cleanup() {
 }
 trap cleanup EXIT
 
-free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-port="$(free_port)"
-raft="$(free_port)"
-(cd "$repo_root" && go build -o "$tmp/zkraft" ./cmd/zkraft)
-"$tmp/zkraft" --client-addr "127.0.0.1:$port" --raft-addr "127.0.0.1:$raft" --data-dir "$tmp/data" --max-client-cnxns 0 2>"$tmp/server.log" &
-pid=$!
-for _ in $(seq 1 100); do
-	(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
-	sleep 0.1
-done
+if [[ $# -ge 1 ]]; then
+	addr="$1"
+else
+	free_port() { /usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+	port="$(free_port)"
+	raft="$(free_port)"
+	(cd "$repo_root" && go build -o "$tmp/zkraft" ./cmd/zkraft)
+	"$tmp/zkraft" --client-addr "127.0.0.1:$port" --raft-addr "127.0.0.1:$raft" --data-dir "$tmp/data" --max-client-cnxns 0 2>"$tmp/server.log" &
+	pid=$!
+	for _ in $(seq 1 100); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+		sleep 0.1
+	done
+	addr="127.0.0.1:$port"
+fi
 
 echo "== zkCli.sh"
-out="$(/usr/share/zookeeper/bin/zkCli.sh -server "127.0.0.1:$port" 2>&1 <<'CLI'
+out="$(/usr/share/zookeeper/bin/zkCli.sh -server "$addr" 2>&1 <<'CLI'
 create /smoke hello
 create /smoke/a 1
 create -e /smoke/eph x
@@ -56,5 +66,5 @@ expect "bye"
 expect "[zookeeper]"
 
 echo "== kazoo"
-/usr/bin/python3 "$repo_root/scripts/kazoo_smoke.py" "127.0.0.1:$port"
+/usr/bin/python3 "$repo_root/scripts/kazoo_smoke.py" "$addr"
 echo "client smoke: passed"

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/zkraft/zkraft/fleet"
+	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -318,10 +319,14 @@ func cellPurgeJSON(s *cellView, q url.Values) (jobj, string) {
 	return replyJSON(s.fleet.propose(ctx, &fleet.PurgeCell{Name: c.Name, Expect: c.Updated}))
 }
 
-// cellDeleteJSON deletes a cell: forced, or with an attestation that it is
-// empty read linearizably from this member's replica of it (so it must be
-// asked on a member that hosts the cell). docs/cells.md says what window
-// that leaves.
+// cellDeleteJSON deletes a cell (docs/cells.md, Deleting a cell). Without
+// force it must be asked on a member that hosts the cell: it seals the cell
+// in its own log (raftsm.KindSeal: every write after it is refused with
+// NOTREADONLY, every new session closed), reads linearizably, so after the
+// seal, that the cell is empty, and proposes deleteCell with that
+// attestation; a delete the map refuses (the cell was not empty) unseals
+// the cell. So no write lands between the read and the delete. A forced
+// delete seals the cell first too when this member hosts it.
 func cellDeleteJSON(s *cellView, q url.Values) (jobj, string) {
 	ctx, cancel := s.cellCtx()
 	defer cancel()
@@ -330,27 +335,80 @@ func cellDeleteJSON(s *cellView, q url.Values) (jobj, string) {
 		return jobj{}, errText
 	}
 	cmd := &fleet.DeleteCell{Name: c.Name, Expect: c.Updated, Force: q.Get("force") == "true"}
+	var cl *cell
+	if c.Name == fleet.DefaultCell {
+		cl = s.Server.cell
+	} else if h := s.fleet.hostedCell(c.Name); h != nil {
+		cl = h.c
+	}
+	if cl == nil && !cmd.Force {
+		return jobj{}, fmt.Sprintf("cell %q has no replica on this member to read its emptiness from: ask a member that hosts it (%v), or force", c.Name, c.Members())
+	}
+	sealed := false
+	if cl != nil {
+		if err := cl.seal(ctx, true); err != nil {
+			if !cmd.Force {
+				return jobj{}, "seal the cell before its delete: " + err.Error()
+			}
+			cl.log.Warn("cells: a forced delete could not seal the cell first", "err", err)
+		} else {
+			sealed = true
+		}
+	}
 	if !cmd.Force {
-		var cl *cell
-		if c.Name == fleet.DefaultCell {
-			cl = s.Server.cell
-		} else if h := s.fleet.hostedCell(c.Name); h != nil {
-			cl = h.c
-		}
-		if cl == nil {
-			return jobj{}, fmt.Sprintf("cell %q has no replica on this member to read its emptiness from: ask a member that hosts it (%v), or force", c.Name, c.Members())
-		}
 		e, err := cl.emptiness()
 		if err != nil {
+			cl.unsealAfter(ctx, "its emptiness could not be read")
 			return jobj{}, "read the cell: " + err.Error()
 		}
 		cmd.Empty = &e
+		if testHookAttested != nil {
+			testHookAttested(c.Name)
+		}
 	}
-	out, errText := replyJSON(s.fleet.propose(ctx, cmd))
+	rep, err := s.fleet.propose(ctx, cmd)
+	if sealed && (err != nil || !rep.OK()) {
+		cl.unsealAfter(ctx, "the map did not delete it")
+	}
+	out, errText := replyJSON(rep, err)
 	if cmd.Empty != nil {
 		out = append(out, kv{"znodes", cmd.Empty.Znodes}, kv{"sessions", cmd.Empty.Sessions}, kv{"zxid", cmd.Empty.Zxid})
 	}
 	return out, errText
+}
+
+// testHookAttested, when set (by tests), runs between a delete's
+// attestation that the cell is empty and its deleteCell proposal: the
+// window the seal closes.
+var testHookAttested func(cell string)
+
+// seal seals (on) or unseals the cell in its own log and waits for it to
+// apply.
+func (c *cell) seal(ctx context.Context, on bool) error {
+	kind := raftsm.KindUnseal
+	if on {
+		kind = raftsm.KindSeal
+	}
+	// Both are idempotent: retried across leader changes.
+	rep, _, err := c.rep.proposeRetry(&raftsm.Command{Kind: kind, Time: time.Now().UnixMilli()}, ctx.Done())
+	if err != nil {
+		return err
+	}
+	if rep.Err != jute.ErrOK {
+		return rep.Err
+	}
+	return nil
+}
+
+// unsealAfter unseals a cell whose delete did not go ahead; a failure is
+// logged (the operator retries the delete, or forces it).
+func (c *cell) unsealAfter(ctx context.Context, why string) {
+	if err := c.seal(ctx, false); err != nil {
+		c.log.Error("cells: the cell stays sealed (writes refused): its delete did not go ahead and the unseal failed; "+
+			"delete it again to retry", "why", why, "err", err)
+		return
+	}
+	c.log.Info("cells: cell unsealed: its delete did not go ahead", "why", why)
 }
 
 // emptiness reads the cell's znodes outside /zookeeper (the root not

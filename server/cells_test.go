@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
@@ -478,5 +479,100 @@ func TestCellTLSPort(t *testing.T) {
 	defer d.Close()
 	if ok, _, err := d.Exists("/over-tls"); err != nil || ok {
 		t.Fatalf("the default cell sees the cell's node: %v %v", ok, err)
+	}
+}
+
+// TestCellDeleteSealsFirst: a delete without force seals the cell in its
+// own log before it reads that the cell is empty, so nothing can land in
+// the window between that read and the deleteCell: there, a new session is
+// refused (the connection closes) and a write proposed to the cell's shard
+// is refused with NOTREADONLY. A delete the map refuses (the cell holds a
+// session) unseals the cell: the write refused during the window is taken
+// after it.
+func TestCellDeleteSealsFirst(t *testing.T) {
+	dir := t.TempDir()
+	s, err := New(standaloneConfig(t, dir, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	ports := map[string]uint16{}
+	for _, name := range []string{"empty", "busy"} {
+		ports[name] = uint16(freeport.Port(t))
+		rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: name, Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: ports[name]})
+		if err != nil || !rep.OK() {
+			t.Fatalf("create %s: %v %v", name, rep, err)
+		}
+		waitServed(t, s, name)
+		waitMap(t, s, name+" active", func(m *fleet.Map) bool { c, _ := m.Cell(name); return c.State == fleet.CellActive })
+	}
+	addrOf := func(name string) string { return fmt.Sprintf("127.0.0.1:%d", ports[name]) }
+	createReq := func(path string) *jute.CreateRequest {
+		return &jute.CreateRequest{Path: path, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}}
+	}
+	defer func() { testHookAttested = nil }()
+
+	// 1. An empty cell: in the window, a new client gets no session and a
+	// write straight to the cell's shard (what any member would propose)
+	// is refused; the delete goes ahead.
+	hosted := s.fleet.hostedCell("empty").c
+	windowRan := false
+	testHookAttested = func(cell string) {
+		windowRan = true
+		nc, err := net.DialTimeout("tcp", addrOf("empty"), 5*time.Second)
+		if err != nil {
+			t.Errorf("dial the sealed cell: %v", err)
+			return
+		}
+		defer nc.Close()
+		nc.SetDeadline(time.Now().Add(10 * time.Second))
+		nc.Write(jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}))
+		rc := &rawClient{t: t, nc: nc}
+		if b, err := rc.frame(); err == nil {
+			resp := new(jute.ConnectResponse)
+			jute.Unmarshal(b, resp)
+			t.Errorf("the sealed cell gave a new client a session: %+v", resp)
+		}
+		rep, err := proposeWait(hosted.rep, &raftsm.Command{Kind: raftsm.KindRequest, Op: jute.OpCreate, Time: time.Now().UnixMilli(),
+			Body: jute.Marshal(createReq("/in-the-window"))}, nil)
+		if err != nil || rep.Err != jute.ErrNotReadOnly {
+			t.Errorf("a write in the window: %v %v, want NOTREADONLY", rep, err)
+		}
+	}
+	out, errText := cellDeleteJSON(s.view(), url.Values{"name": {"empty"}})
+	if errText != "" || !windowRan {
+		t.Fatalf("delete empty: %q (window ran: %v) %v", errText, windowRan, out)
+	}
+	m := waitMap(t, s, "empty deleting", func(m *fleet.Map) bool { c, _ := m.Cell("empty"); return c.State == fleet.CellDeleting })
+	if c, _ := m.Cell("empty"); c.Deletion.Forced || c.Deletion.Empty.Znodes != 0 || c.Deletion.Empty.ShardID != c.ShardID {
+		t.Errorf("deletion record %+v", c.Deletion)
+	}
+
+	// 2. A cell holding a session: the session's write in the window is
+	// refused; the map refuses the delete; the cell is unsealed and takes
+	// the write.
+	rc := dialRaw(t, addrOf("busy"))
+	if h, _, err := rc.call(jute.OpCreate, createReq("/before")); err != nil || h.Err != jute.ErrOK {
+		t.Fatalf("create /before: %v %v", h, err)
+	}
+	testHookAttested = func(cell string) {
+		if h, _, err := rc.call(jute.OpCreate, createReq("/during")); err != nil || h.Err != jute.ErrNotReadOnly {
+			t.Errorf("the session's create in the window: %+v %v, want NOTREADONLY", h, err)
+		}
+		if h, _, err := rc.call(jute.OpExists, &jute.ExistsRequest{Path: "/before"}); err != nil || h.Err != jute.ErrOK {
+			t.Errorf("a read in the window: %+v %v", h, err)
+		}
+	}
+	out, errText = cellDeleteJSON(s.view(), url.Values{"name": {"busy"}})
+	if !strings.Contains(errText, "notEmpty") && !strings.Contains(errText, "holds") {
+		t.Fatalf("delete busy: %q %v, want a notEmpty refusal", errText, out)
+	}
+	testHookAttested = nil
+	if h, _, err := rc.call(jute.OpCreate, createReq("/during")); err != nil || h.Err != jute.ErrOK {
+		t.Errorf("create after the refused delete: %+v %v (the cell stayed sealed?)", h, err)
+	}
+	if c, _ := s.fleet.latest.Load().Cell("busy"); c.State != fleet.CellActive {
+		t.Errorf("busy is %v after a refused delete", c.State)
 	}
 }

@@ -319,6 +319,15 @@ func formatHex(v uint64) string {
 // readFrame reads one length-prefixed frame, the first four bytes already
 // read into lenBuf when prefix is set.
 func (c *conn) readFrame(prefix []byte) ([]byte, error) {
+	b, err := c.readFrameFrom(prefix, nil)
+	if err != nil {
+		return nil, err
+	}
+	return *b, nil
+}
+
+// readFrameFrom is readFrame into a buffer of pool (nil: one of its own).
+func (c *conn) readFrameFrom(prefix []byte, pool *bufPool) (*[]byte, error) {
 	var lenBuf [4]byte
 	if prefix != nil {
 		copy(lenBuf[:], prefix)
@@ -330,8 +339,14 @@ func (c *conn) readFrame(prefix []byte) ([]byte, error) {
 		c.srv.counters.largeRequestsRejected.Add(1)
 		return nil, err
 	}
-	buf := make([]byte, n)
-	if err := c.in.readFull(buf); err != nil {
+	var buf *[]byte
+	if pool != nil {
+		buf = pool.get(n)
+	} else {
+		b := make([]byte, n)
+		buf = &b
+	}
+	if err := c.in.readFull(*buf); err != nil {
 		return nil, err
 	}
 	c.srv.stats.received.Add(1)
@@ -429,9 +444,17 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		if rep.Err == jute.ErrOK || (retried && rep.Err == jute.ErrNodeExists) {
 			return id, nil
 		}
+		if rep.Err == jute.ErrNotReadOnly {
+			return 0, errCellSealed
+		}
 	}
 	return 0, errors.New("server: could not allocate a session id")
 }
+
+// errCellSealed: the cell is sealed before its delete (raftsm.KindSeal)
+// and takes no new session; the connection closes, as a read-only
+// ZooKeeper closes one from a client that did not allow read-only mode.
+var errCellSealed = errors.New("server: the cell is sealed (it is being deleted): no new session")
 
 // reattach checks a reconnecting client's password and records, through
 // the log, that this connection now holds the session; any other
@@ -478,10 +501,11 @@ func (c *conn) readLoop() error {
 		if !c.in.hasFrame() {
 			release() // before the read waits for the client
 		}
-		body, err := c.readFrame(nil)
+		frame, err := c.readFrameFrom(nil, &frameBufs)
 		if err != nil {
 			return err
 		}
+		body := *frame
 		r := jute.NewReader(body)
 		hdr := new(jute.RequestHeader)
 		hdr.Decode(r)
@@ -532,6 +556,12 @@ func (c *conn) readLoop() error {
 			return err
 		}
 		p.start, p.size, p.slot = start, len(body), true
+		if p.prop != nil {
+			// A proposed request keeps nothing of its frame: the command
+			// was encoded from it (and copied by the replica), an audit
+			// line copies what it needs (dispatch).
+			frameBufs.put(frame)
+		}
 		c.inflight.Add(1)
 		if p.prop == nil && !c.waitsForRound(p) && c.idle() {
 			// Nothing queued ahead: answer it here, sparing a processor

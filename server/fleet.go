@@ -343,7 +343,7 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	self := s.cfg.ReplicaID
 	rid, _ := c.ReplicaOf(self)
 	cl := newCell(s, c.Name, c.ShardID, rid)
-	cl.rep = &raftReplica{nh: s.nh, shardID: c.ShardID, srv: s, cell: cl}
+	cl.rep = newRaftReplica(s.nh, c.ShardID, s, cl)
 	cl.setLimits(c.Limits)
 	// The default cell's configuration (ReplicaConfig), on the cell's
 	// shard and this member's replica of it.

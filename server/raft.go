@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/lni/dragonboat/v4"
+	"github.com/lni/dragonboat/v4/client"
 
 	"github.com/zkraft/zkraft/fleet"
 	"github.com/zkraft/zkraft/jute"
@@ -23,6 +24,13 @@ type raftReplica struct {
 	shardID uint64
 	srv     *Server // configuration and counters
 	cell    *cell   // its leader as last reported, for retries
+	// noop is the shard's no-op client session, made once: Dragonboat
+	// lets one be used by many goroutines at once.
+	noop *client.Session
+}
+
+func newRaftReplica(nh *dragonboat.NodeHost, shardID uint64, srv *Server, cl *cell) *raftReplica {
+	return &raftReplica{nh: nh, shardID: shardID, srv: srv, cell: cl, noop: nh.GetNoOPSession(shardID)}
 }
 
 var _ replica = (*raftReplica)(nil)
@@ -51,9 +59,14 @@ func (r *raftReplica) propose(cmd *raftsm.Command) (proposal, error) {
 }
 
 func (r *raftReplica) proposeRS(cmd *raftsm.Command) (*dragonboat.RequestState, error) {
-	data := raftsm.EncodeCommand(cmd)
+	buf := cmdBufs.get(cmd.EncodedSize())
+	data := raftsm.AppendCommand((*buf)[:0], cmd)
 	r.srv.counters.proposal(len(data))
-	return r.nh.Propose(r.nh.GetNoOPSession(r.shardID), data, r.srv.cfg.ProposalTimeout)
+	rs, err := r.nh.Propose(r.noop, data, r.srv.cfg.ProposalTimeout)
+	// Propose copied data into its log entry (its payload encoding)
+	// before it returned: the buffer is free again.
+	cmdBufs.put(buf)
+	return rs, err
 }
 
 // proposeRetry proposes again whenever the leader changes before the

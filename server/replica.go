@@ -19,7 +19,8 @@ import (
 // it started.
 type replica interface {
 	// propose submits cmd; its proposal completes once cmd is applied on
-	// this member, or fails.
+	// this member, or fails. It keeps nothing of cmd once it returns (the
+	// reader reuses the request frame that cmd.Body points into).
 	propose(cmd *raftsm.Command) (proposal, error)
 	// proposeRetry proposes an idempotent cmd, and again whenever it may
 	// have been lost (the leader changed), until it completes, the

@@ -163,7 +163,7 @@ func New(cfg Config) (*Server, error) {
 	s.nh = nh
 
 	c := newCell(s, fleet.DefaultCell, cfg.ShardID, cfg.ReplicaID)
-	c.rep = &raftReplica{nh: nh, shardID: cfg.ShardID, srv: s, cell: c}
+	c.rep = newRaftReplica(nh, cfg.ShardID, s, c)
 	s.cell = c
 	s.registerCell(c)
 	ll.s.Store(s)

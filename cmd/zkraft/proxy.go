@@ -35,6 +35,9 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		maxCnxns   = fs.Int("max-cnxns", 0, "connections allowed in all (0: no limit; keep it below the open-file limit)")
 		maxBuffer  = fs.Int("jute-maxbuffer", 0xfffff, "largest request accepted, in bytes (no more than the members')")
 		logLevel   = fs.String("log-level", "info", "debug, info, warn or error")
+		fourLW     = fs.String("4lw", "", "comma-separated four-letter words the proxy answers, * for all (default srvr; 4lw.commands.whitelist)")
+		adminAddr  = fs.String("admin-addr", "", "serve the AdminServer's /commands about the proxy on this address (default: none)")
+		metrics    = fs.String("metrics-addr", "", "serve Prometheus /metrics about the proxy on this address (default: none)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return proxy.Config{}, err
@@ -53,7 +56,14 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		MaxClientCnxns:    *maxPerIP,
 		MaxCnxns:          *maxCnxns,
 		MaxBuffer:         *maxBuffer,
+		AdminAddr:         *adminAddr,
+		MetricsAddr:       *metrics,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
+	}
+	for _, w := range strings.Split(*fourLW, ",") {
+		if w = strings.TrimSpace(w); w != "" {
+			cfg.FourLetterWords = append(cfg.FourLetterWords, w)
+		}
 	}
 	for _, m := range strings.Split(*members, ",") {
 		if m = strings.TrimSpace(m); m != "" {

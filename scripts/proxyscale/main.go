@@ -1,25 +1,33 @@
-// Command proxyscale measures what the proxy tier takes off a cell
-// (docs/proxy.md): it starts a 3-member zkraft ensemble with proxy ports on
-// loopback, opens idle sessions from several load processes, first straight
-// to the members, then through -proxies proxies, and prints for each the
-// leader's CPU over an idle window (its keep-alive cost), the resident
-// memory per idle session (members for direct sessions, proxies for
-// proxied ones); then it kills one proxy and counts the sessions lost and
-// those that reconnected elsewhere with their id and password. It asserts
-// nothing. Bounded: at most
-// -sessions sessions (a load process and a proxy each hold under the
-// open-file limit), every phase has a deadline.
+// Command proxyscale measures the proxy tier at scale (docs/proxy.md,
+// issue 15): it starts a 3-member zkraft ensemble with proxy ports on
+// loopback and
 //
-//	go run ./scripts/proxyscale -sessions 2000 -proxies 6 -loaders 2 -idle 20s
+//  1. measures the leader's CPU with no sessions, then with -cpu-sessions
+//     idle sessions straight to the members, then with as many through
+//     -proxies proxies (its keep-alive cost), and the resident memory per
+//     idle session on the members and on the proxies;
+//  2. opens -sessions sessions through the proxies from -loaders load
+//     processes, holds them for -hold (counting every session lost: an
+//     expiry, or no address taking it back within its timeout), then has
+//     every session set a getData watch on one znode, writes it, and
+//     counts the notifications and their latency from the write's
+//     acknowledgement;
+//  3. kills one proxy (SIGKILL) and counts the sessions lost and those that
+//     reconnected elsewhere with their id and password;
+//  4. with -zk, measures Apache ZooKeeper 3.8's resident memory per idle
+//     session the same way (the same load processes, -cpu-sessions
+//     sessions on a standalone server).
 //
-// The load processes are this program re-executed with -load; their
-// sessions are minimal Jute clients (handshake, then a ping every third of
-// the timeout), so a load process costs far less per session than a full
-// client library.
+// It asserts nothing; it prints figures and the load average. Bounded: a
+// load process and a proxy each hold under 15,000 sessions (the open-file
+// limit is about 20,000), every wait has a deadline, every process it
+// started is stopped at the end.
+//
+//	go run ./scripts/proxyscale -sessions 10000 -proxies 6 -loaders 2 -hold 1m
+//	go run ./scripts/proxyscale -sessions 100000 -cpu-sessions 10000 -proxies 7 -loaders 7 -hold 10m -zk
 package main
 
 import (
-	"bufio"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,39 +36,55 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
-	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/jute"
 )
+
+// perProcess is the most sessions one load process or proxy holds.
+const perProcess = 15000
 
 func main() {
 	load := flag.Bool("load", false, "run as a load process (internal)")
 	addrs := flag.String("addrs", "", "load: comma-separated addresses to spread sessions over")
-	sessions := flag.Int("sessions", 2000, "idle sessions in each phase")
-	proxies := flag.Int("proxies", 6, "proxies in the proxied phase")
+	sessions := flag.Int("sessions", 2000, "sessions held through the proxies in the scale phase")
+	cpuSessions := flag.Int("cpu-sessions", 0, "idle sessions in the direct and proxied CPU windows (default: -sessions, at most 10,000)")
+	proxies := flag.Int("proxies", 6, "proxies")
 	loaders := flag.Int("loaders", 2, "load processes")
-	idle := flag.Duration("idle", 20*time.Second, "the idle window measured in each phase")
+	idle := flag.Duration("idle", 20*time.Second, "each CPU window")
+	hold := flag.Duration("hold", time.Minute, "how long the scale phase holds its sessions before the watch")
 	timeout := flag.Duration("session-timeout", 10*time.Second, "the sessions' timeout")
 	bin := flag.String("zkraft", "", "zkraft binary (default: built into the work directory)")
-	proxiedFirst := flag.Bool("proxied-first", false, "measure through the proxies first (a member's memory, once grown, stays: alternate the order)")
+	proxiedFirst := flag.Bool("proxied-first", false, "the proxied CPU window before the direct one (a member's memory, once grown, stays: alternate the order)")
+	withZK := flag.Bool("zk", false, "also measure Apache ZooKeeper 3.8's memory per idle session (Debian zookeeper jar)")
 	flag.Parse()
 	if *load {
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout)
 		return
 	}
-	if *sessions/max(*loaders, 1) > 15000 || *sessions/max(*proxies, 1) > 15000 {
-		log.Fatal("proxyscale: keep each load process and each proxy under 15,000 sessions (the open-file limit is about 20,000)")
+	if *cpuSessions <= 0 {
+		*cpuSessions = min(*sessions, 10000)
 	}
-	if err := run(*sessions, *proxies, *loaders, *idle, *timeout, *bin, *proxiedFirst); err != nil {
+	biggest := max(*sessions, *cpuSessions)
+	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
+		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
+	}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK}
+	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
+}
+
+func ceilDiv(a, b int) int { return (a + b - 1) / b }
+
+type cfg struct {
+	sessions, cpuSessions, proxies, loaders int
+	idle, hold, timeout                     time.Duration
+	bin                                     string
+	proxiedFirst, zk                        bool
 }
 
 type proc struct {
@@ -154,354 +178,6 @@ func loadavg() string {
 		return "?"
 	}
 	return strings.Join(f[:3], " ")
-}
-
-type member struct {
-	*proc
-	client, proxy string
-}
-
-func run(sessions, proxies, loaders int, idle, timeout time.Duration, bin string, proxiedFirst bool) error {
-	dir, err := os.MkdirTemp("", "proxyscale-")
-	if err != nil {
-		return err
-	}
-	defer os.RemoveAll(dir)
-	if bin == "" {
-		bin = filepath.Join(dir, "zkraft")
-		out, err := exec.Command("go", "build", "-o", bin, "./cmd/zkraft").CombinedOutput()
-		if err != nil {
-			return fmt.Errorf("go build: %v: %s", err, out)
-		}
-	}
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
-	port := func() int {
-		p, err := freeport.Get()
-		if err != nil {
-			log.Fatal(err)
-		}
-		return p
-	}
-	// A 3-member ensemble, zoo.cfg as ZooKeeper's.
-	type ports struct{ client, peer, election, proxy int }
-	ps := make([]ports, 3)
-	for i := range ps {
-		ps[i] = ports{port(), port(), port(), port()}
-	}
-	var servers strings.Builder
-	for i, p := range ps {
-		fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d;127.0.0.1:%d\n", i+1, p.peer, p.election, p.client)
-	}
-	var members []*member
-	defer func() {
-		for _, m := range members {
-			m.stop()
-		}
-	}()
-	for i, p := range ps {
-		md := filepath.Join(dir, fmt.Sprintf("m%d", i+1))
-		if err := os.MkdirAll(filepath.Join(md, "data"), 0o755); err != nil {
-			return err
-		}
-		os.WriteFile(filepath.Join(md, "data", "myid"), []byte(strconv.Itoa(i+1)), 0o644)
-		cfg := fmt.Sprintf("tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=*\n%s",
-			filepath.Join(md, "data"), p.client, servers.String())
-		cfgPath := filepath.Join(md, "zoo.cfg")
-		os.WriteFile(cfgPath, []byte(cfg), 0o644)
-		pr, err := start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
-		if err != nil {
-			return err
-		}
-		members = append(members, &member{proc: pr, client: fmt.Sprintf("127.0.0.1:%d", p.client), proxy: fmt.Sprintf("127.0.0.1:%d", p.proxy)})
-	}
-	for _, m := range members {
-		if err := waitPort(m.client, 60*time.Second); err != nil {
-			return err
-		}
-	}
-	var leader *member
-	for deadline := time.Now().Add(60 * time.Second); leader == nil && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
-		for _, m := range members {
-			if strings.Contains(fourLetter(m.client, "srvr"), "Mode: leader") {
-				leader = m
-			}
-		}
-	}
-	if leader == nil {
-		return errors.New("no leader after 60s")
-	}
-	fmt.Printf("proxyscale: %d idle sessions (timeout %v) from %d load processes, idle window %v; load average %s\n", sessions, timeout, loaders, idle, loadavg())
-
-	// phase opens the sessions on addrs, measures the idle window, then
-	// runs after (if any) and waits a session timeout before it counts the
-	// sessions lost.
-	phase := func(name string, addrs []string, groups []group, after func()) error {
-		base := map[*proc]int64{}
-		for _, g := range groups {
-			for _, p := range g.procs {
-				base[p] = rssKB(p.cmd.Process.Pid)
-			}
-		}
-		var ls []*loader
-		defer func() {
-			for _, l := range ls {
-				l.stop()
-			}
-		}()
-		per := sessions / loaders
-		for i := range loaders {
-			n := per
-			if i == loaders-1 {
-				n = sessions - per*(loaders-1)
-			}
-			l, err := startLoader(self, addrs, n, timeout, filepath.Join(dir, fmt.Sprintf("%s-load%d.log", name, i)))
-			if err != nil {
-				return err
-			}
-			ls = append(ls, l)
-		}
-		for _, l := range ls {
-			if err := l.waitReady(5 * time.Minute); err != nil {
-				return fmt.Errorf("%s: %w", name, err)
-			}
-		}
-		time.Sleep(2 * time.Second) // the handshakes' proposals settle
-		pid := leader.cmd.Process.Pid
-		c0, t0 := cpuTicks(pid), time.Now()
-		time.Sleep(idle)
-		c1, t1 := cpuTicks(pid), time.Now()
-		var mem []string
-		for _, g := range groups {
-			var rss int64
-			for _, p := range g.procs {
-				rss += rssKB(p.cmd.Process.Pid) - base[p]
-			}
-			mem = append(mem, fmt.Sprintf("%.1f KiB on the %s", float64(rss)/float64(sessions), g.name))
-		}
-		cpu := float64(c1-c0) / 100 / t1.Sub(t0).Seconds() * 100
-		fmt.Printf("  %-8s leader CPU %5.1f%% of a core over %v   RSS per idle session: %s   load average %s\n",
-			name, cpu, t1.Sub(t0).Round(time.Second), strings.Join(mem, ", "), loadavg())
-		if after != nil {
-			after()
-			time.Sleep(timeout + 5*time.Second)
-		}
-		lost, moved := 0, 0
-		for _, l := range ls {
-			a, b := l.finish()
-			lost, moved = lost+a, moved+b
-		}
-		fmt.Printf("  %-8s sessions lost %d, reconnected elsewhere %d\n", name, lost, moved)
-		return nil
-	}
-
-	{
-		pid := leader.cmd.Process.Pid
-		c0, t0 := cpuTicks(pid), time.Now()
-		time.Sleep(idle)
-		cpu := float64(cpuTicks(pid)-c0) / 100 / time.Since(t0).Seconds() * 100
-		fmt.Printf("  %-8s leader CPU %5.1f%% of a core over %v with no sessions   load average %s\n", "baseline", cpu, idle, loadavg())
-	}
-	var memberProcs []*proc
-	var clientAddrs, proxyAddrs []string
-	for _, m := range members {
-		memberProcs = append(memberProcs, m.proc)
-		clientAddrs = append(clientAddrs, m.client)
-		proxyAddrs = append(proxyAddrs, m.proxy)
-	}
-	direct := func() error {
-		if err := phase("direct", clientAddrs, []group{{"members", memberProcs}}, nil); err != nil {
-			return err
-		}
-		// The direct sessions were dropped, not closed: let them expire
-		// before the next window.
-		time.Sleep(timeout + 5*time.Second)
-		return nil
-	}
-	if !proxiedFirst {
-		if err := direct(); err != nil {
-			return err
-		}
-	}
-	var pxs []*proc
-	var pxAddrs []string
-	defer func() {
-		for _, p := range pxs {
-			p.stop()
-		}
-	}()
-	for i := range proxies {
-		a := fmt.Sprintf("127.0.0.1:%d", port())
-		p, err := start(fmt.Sprintf("proxy %d", i), filepath.Join(dir, fmt.Sprintf("proxy%d.log", i)), bin, "proxy",
-			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--log-level", "warn")
-		if err != nil {
-			return err
-		}
-		pxs = append(pxs, p)
-		pxAddrs = append(pxAddrs, a)
-	}
-	for _, a := range pxAddrs {
-		if err := waitPort(a, 30*time.Second); err != nil {
-			return err
-		}
-	}
-	time.Sleep(time.Second) // upstream connections
-	err = phase("proxied", pxAddrs, []group{{"proxies", pxs}, {"members", memberProcs}}, func() {
-		// Kill one proxy (SIGKILL): its sessions must resume on the others.
-		pxs[0].cmd.Process.Kill()
-		fmt.Printf("  killed proxy 0 (about %d sessions)\n", sessions/proxies)
-	})
-	if err != nil || !proxiedFirst {
-		return err
-	}
-	time.Sleep(timeout + 5*time.Second)
-	return direct()
-}
-
-// group is processes whose resident memory is summed.
-type group struct {
-	name  string
-	procs []*proc
-}
-
-type loader struct {
-	*proc
-	out   *bufio.Scanner
-	stdin io.WriteCloser
-}
-
-func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String())
-	cmd.Stderr = f
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &loader{proc: &proc{name: "load", cmd: cmd}, out: bufio.NewScanner(stdout), stdin: stdin}, nil
-}
-
-func (l *loader) waitReady(d time.Duration) error {
-	ok := make(chan error, 1)
-	go func() {
-		for l.out.Scan() {
-			if l.out.Text() == "ready" {
-				ok <- nil
-				return
-			}
-		}
-		ok <- errors.New("a load process ended before its sessions were ready")
-	}()
-	select {
-	case err := <-ok:
-		return err
-	case <-time.After(d):
-		return fmt.Errorf("a load process was not ready after %v", d)
-	}
-}
-
-// finish ends the load process and returns the sessions it lost and the
-// reconnects it made.
-func (l *loader) finish() (lost, moved int) {
-	l.stdin.Close()
-	for l.out.Scan() {
-		if _, err := fmt.Sscanf(l.out.Text(), "lost %d moved %d", &lost, &moved); err == nil {
-			return lost, moved
-		}
-	}
-	return -1, -1
-}
-
-// runLoad opens n sessions spread over addrs, says "ready", keeps them
-// alive with pings until stdin closes, and says how many it lost (expired,
-// or no address took them back within their timeout) and how many moved
-// (reconnected elsewhere with their id and password, as a client does when
-// its server dies).
-func runLoad(addrs []string, n int, timeout time.Duration) {
-	var lost, moved atomic.Int64
-	stop := make(chan struct{})
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 64) // handshakes in flight
-	var ready sync.WaitGroup
-	for i := range n {
-		ready.Add(1)
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer wg.Done()
-			at := i % len(addrs)
-			nc, resp, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)})
-			<-sem
-			ready.Done()
-			if err != nil {
-				fmt.Fprintln(os.Stderr, "handshake:", err)
-				lost.Add(1)
-				return
-			}
-			to := time.Duration(resp.TimeOut) * time.Millisecond
-			ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
-			var buf [64]byte
-			for {
-				select {
-				case <-stop:
-					nc.Close()
-					return
-				case <-time.After(to / 3):
-				}
-				nc.SetDeadline(time.Now().Add(to / 2))
-				_, err := nc.Write(ping)
-				if err == nil {
-					_, err = io.ReadFull(nc, buf[:20]) // length + ping reply header
-				}
-				if err == nil {
-					continue
-				}
-				// Reconnect elsewhere with the session, within its timeout.
-				nc.Close()
-				nc = nil
-				deadline := time.Now().Add(to)
-				for try := 1; nc == nil && time.Now().Before(deadline); try++ {
-					next := addrs[(at+try)%len(addrs)]
-					c, r, err := handshake(next, &jute.ConnectRequest{TimeOut: resp.TimeOut, SessionID: resp.SessionID, Passwd: resp.Passwd})
-					switch {
-					case err == nil && r.SessionID == resp.SessionID:
-						nc, at = c, (at+try)%len(addrs)
-						moved.Add(1)
-					case err == nil:
-						c.Close()
-						fmt.Fprintf(os.Stderr, "session %#x expired\n", resp.SessionID)
-						lost.Add(1)
-						return
-					default:
-						time.Sleep(100 * time.Millisecond)
-					}
-				}
-				if nc == nil {
-					fmt.Fprintf(os.Stderr, "session %#x: no address took it back within %v\n", resp.SessionID, to)
-					lost.Add(1)
-					return
-				}
-			}
-		}()
-	}
-	ready.Wait()
-	fmt.Println("ready")
-	io.Copy(io.Discard, os.Stdin)
-	close(stop)
-	wg.Wait()
-	fmt.Printf("lost %d moved %d\n", lost.Load(), moved.Load())
 }
 
 // handshake connects and sends req; the response, whose session id 0

@@ -1,0 +1,403 @@
+package main
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/zkraft/zkraft/jute"
+)
+
+// A load process is this program re-executed with -load. Its sessions are
+// minimal Jute clients (handshake, a ping every third of the timeout, one
+// getData watch on request), one goroutine each, so a load process costs
+// far less per session than a full client library. It talks to its parent
+// in lines: it prints "ready OPENED FAILED" once every handshake is done,
+// then answers commands read from stdin:
+//
+//	watch PATH     every connected session sends getData(PATH, watch);
+//	               answers "watching N" once the replies are in (at most 60 s)
+//	report NANOS   waits (at most 60 s) until every watching session got its
+//	               notification, then answers "notified N of M" and
+//	               "lat L1 L2 ...": each notification's arrival in µs after
+//	               NANOS (Unix time: the write's acknowledgement; negative
+//	               when it came first)
+//	count          answers "lost L moved M"
+//
+// and at the end of stdin closes every session and answers "lost L moved M".
+
+// loadSession is one session of a load process.
+type loadSession struct {
+	l       *loadProc
+	wmu     sync.Mutex // serializes writes to nc; guards nc's replacement
+	nc      net.Conn
+	at      int // index of the address it is connected to
+	resp    *jute.ConnectResponse
+	watchOK atomic.Bool
+	// notified is the Unix time in ns the watch's notification came, 0
+	// before.
+	notified atomic.Int64
+}
+
+type loadProc struct {
+	addrs    []string
+	timeout  time.Duration
+	lost     atomic.Int64
+	moved    atomic.Int64
+	stopped  atomic.Bool
+	watchAck sync.WaitGroup
+
+	mu       sync.Mutex
+	sessions []*loadSession
+}
+
+func runLoad(addrs []string, n int, timeout time.Duration) {
+	l := &loadProc{addrs: addrs, timeout: timeout}
+	var wg sync.WaitGroup
+	var ready sync.WaitGroup
+	var failed atomic.Int64
+	sem := make(chan struct{}, 64) // handshakes in flight
+	for i := range n {
+		ready.Add(1)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			at := i % len(addrs)
+			nc, resp, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)})
+			<-sem
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "handshake:", err)
+				failed.Add(1)
+				ready.Done()
+				return
+			}
+			s := &loadSession{l: l, nc: nc, at: at, resp: resp}
+			l.mu.Lock()
+			l.sessions = append(l.sessions, s)
+			l.mu.Unlock()
+			ready.Done()
+			s.run()
+		}()
+	}
+	ready.Wait()
+	fmt.Printf("ready %d %d\n", n-int(failed.Load()), failed.Load())
+	in := bufio.NewScanner(os.Stdin)
+	for in.Scan() {
+		f := strings.Fields(in.Text())
+		switch {
+		case len(f) == 2 && f[0] == "watch":
+			fmt.Printf("watching %d\n", l.watch(f[1]))
+		case len(f) == 2 && f[0] == "report":
+			at, _ := strconv.ParseInt(f[1], 10, 64)
+			l.report(at)
+		case len(f) == 1 && f[0] == "count":
+			fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
+		}
+	}
+	l.stopped.Store(true)
+	l.mu.Lock()
+	for _, s := range l.sessions {
+		s.wmu.Lock()
+		s.nc.Close()
+		s.wmu.Unlock()
+	}
+	l.mu.Unlock()
+	wg.Wait()
+	fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
+}
+
+// watch sends every session's getData watch and waits for the replies.
+func (l *loadProc) watch(path string) int {
+	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpGetData}, &jute.GetDataRequest{Path: path, Watch: true})
+	l.mu.Lock()
+	ss := slices.Clone(l.sessions)
+	l.mu.Unlock()
+	for _, s := range ss {
+		l.watchAck.Add(1)
+		s.wmu.Lock()
+		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		if _, err := s.nc.Write(req); err != nil {
+			l.watchAck.Done() // no reply will come; the session reconnects
+		}
+		s.wmu.Unlock()
+	}
+	done := make(chan struct{})
+	go func() { l.watchAck.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		fmt.Fprintln(os.Stderr, "watch: not every reply within 60s")
+	}
+	n := 0
+	for _, s := range ss {
+		if s.watchOK.Load() {
+			n++
+		}
+	}
+	return n
+}
+
+// report waits for the watching sessions' notifications and prints their
+// arrival after at (ns).
+func (l *loadProc) report(at int64) {
+	l.mu.Lock()
+	ss := slices.Clone(l.sessions)
+	l.mu.Unlock()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		missing := 0
+		for _, s := range ss {
+			if s.watchOK.Load() && s.notified.Load() == 0 {
+				missing++
+			}
+		}
+		if missing == 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var lat []string
+	watching := 0
+	for _, s := range ss {
+		if !s.watchOK.Load() {
+			continue
+		}
+		watching++
+		if t := s.notified.Load(); t != 0 {
+			lat = append(lat, strconv.FormatInt((t-at)/1000, 10))
+		}
+	}
+	fmt.Printf("notified %d of %d\n", len(lat), watching)
+	fmt.Printf("lat %s\n", strings.Join(lat, " "))
+}
+
+// run reads the session's frames, pings when it has been quiet for a third
+// of its timeout, and reconnects elsewhere with its id and password (as a
+// client does when its server dies) when the connection fails or a ping
+// goes unanswered for half the timeout.
+func (s *loadSession) run() {
+	to := time.Duration(s.resp.TimeOut) * time.Millisecond
+	ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
+	buf := make([]byte, 128)
+	nextPing := time.Now().Add(to / 3)
+	var pingSent time.Time // zero: none outstanding
+	for {
+		body, err := readFrame(s.nc, buf, nextPing, to/2)
+		if s.l.stopped.Load() {
+			return
+		}
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			if !pingSent.IsZero() && time.Since(pingSent) > to/2 {
+				err = errors.New("ping unanswered")
+			} else {
+				s.wmu.Lock()
+				s.nc.SetWriteDeadline(time.Now().Add(to / 2))
+				_, err = s.nc.Write(ping)
+				s.wmu.Unlock()
+				if pingSent.IsZero() {
+					pingSent = time.Now()
+				}
+				nextPing = time.Now().Add(to / 3)
+				if err == nil {
+					continue
+				}
+			}
+		}
+		if err == nil && len(body) < 16 {
+			err = errors.New("short reply")
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.at], err)
+			if !s.reconnect(to) {
+				return
+			}
+			pingSent, nextPing = time.Time{}, time.Now().Add(to/3)
+			continue
+		}
+		xid := int32(binary.BigEndian.Uint32(body))
+		switch xid {
+		case jute.XidPing:
+			pingSent = time.Time{}
+		case jute.XidNotification:
+			s.notified.CompareAndSwap(0, time.Now().UnixNano())
+		case 1: // the watch's getData
+			if binary.BigEndian.Uint32(body[12:]) == 0 {
+				s.watchOK.Store(true)
+			}
+			s.l.watchAck.Done()
+		}
+	}
+}
+
+// reconnect tries the other addresses in turn within the session's
+// timeout; false if the session is lost (expired, or nothing took it) or
+// the load process stops.
+func (s *loadSession) reconnect(to time.Duration) bool {
+	addrs := s.l.addrs
+	s.wmu.Lock()
+	defer s.wmu.Unlock()
+	s.nc.Close()
+	deadline := time.Now().Add(to)
+	for try := 1; time.Now().Before(deadline); try++ {
+		if s.l.stopped.Load() {
+			return false
+		}
+		at := (s.at + try) % len(addrs)
+		c, r, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: s.resp.TimeOut, SessionID: s.resp.SessionID, Passwd: s.resp.Passwd})
+		switch {
+		case err == nil && r.SessionID == s.resp.SessionID:
+			s.nc, s.at = c, at
+			s.l.moved.Add(1)
+			return true
+		case err == nil:
+			c.Close()
+			fmt.Fprintf(os.Stderr, "session %#x expired\n", s.resp.SessionID)
+			s.l.lost.Add(1)
+			return false
+		default:
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+	fmt.Fprintf(os.Stderr, "session %#x: no address took it back within %v\n", s.resp.SessionID, to)
+	s.l.lost.Add(1)
+	return false
+}
+
+// readFrame reads one frame's body, into buf when it fits. It waits for
+// the frame's first byte until deadline (a timeout then is clean: nothing
+// was read) and for the rest of it at most grace more: a deadline in the
+// middle of a frame must not cut it (the next read would start inside it).
+func readFrame(nc net.Conn, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
+	var lenBuf [4]byte
+	nc.SetReadDeadline(deadline)
+	got, err := io.ReadFull(nc, lenBuf[:])
+	if err != nil && got == 0 {
+		return nil, err
+	}
+	nc.SetReadDeadline(time.Now().Add(grace))
+	if err != nil {
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			return nil, err
+		}
+		if _, err := io.ReadFull(nc, lenBuf[got:]); err != nil {
+			return nil, fmt.Errorf("in a frame: %v", err)
+		}
+	}
+	n := int(binary.BigEndian.Uint32(lenBuf[:]))
+	if n < 0 || n > 1<<20 {
+		return nil, fmt.Errorf("frame of %d bytes", n)
+	}
+	if n > len(buf) {
+		buf = make([]byte, n)
+	}
+	if _, err := io.ReadFull(nc, buf[:n]); err != nil {
+		return nil, fmt.Errorf("in a frame: %v", err) // not a clean timeout
+	}
+	return buf[:n], nil
+}
+
+// loader is the parent's handle on a load process.
+type loader struct {
+	*proc
+	out   *bufio.Scanner
+	stdin io.WriteCloser
+	n     int // sessions it was asked for
+}
+
+func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {
+	f, err := os.Create(logPath)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String())
+	cmd.Stderr = f
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(make([]byte, 64<<10), 16<<20) // a lat line holds one number per session
+	return &loader{proc: &proc{name: "load", cmd: cmd}, out: sc, stdin: stdin, n: n}, nil
+}
+
+// line waits at most d for the next line starting with prefix, skipping
+// others.
+func (l *loader) line(prefix string, d time.Duration) (string, error) {
+	got := make(chan string, 1)
+	go func() {
+		for l.out.Scan() {
+			if t := l.out.Text(); strings.HasPrefix(t, prefix) {
+				got <- t
+				return
+			}
+		}
+		close(got)
+	}()
+	select {
+	case t, ok := <-got:
+		if !ok {
+			return "", fmt.Errorf("a load process ended before it said %q", prefix)
+		}
+		return t, nil
+	case <-time.After(d):
+		return "", fmt.Errorf("a load process did not say %q within %v", prefix, d)
+	}
+}
+
+func (l *loader) send(cmd string) { fmt.Fprintln(l.stdin, cmd) }
+
+// waitReady returns the sessions the load process opened and failed to.
+func (l *loader) waitReady(d time.Duration) (opened, failed int, err error) {
+	t, err := l.line("ready ", d)
+	if err != nil {
+		return 0, 0, err
+	}
+	_, err = fmt.Sscanf(t, "ready %d %d", &opened, &failed)
+	return opened, failed, err
+}
+
+// count returns the sessions lost and the reconnects made so far.
+func (l *loader) count() (lost, moved int) {
+	l.send("count")
+	t, err := l.line("lost ", 30*time.Second)
+	if err != nil {
+		return -1, -1
+	}
+	fmt.Sscanf(t, "lost %d moved %d", &lost, &moved)
+	return lost, moved
+}
+
+// finish ends the load process and returns the sessions it lost and the
+// reconnects it made.
+func (l *loader) finish() (lost, moved int) {
+	l.stdin.Close()
+	t, err := l.line("lost ", 60*time.Second)
+	if err != nil {
+		l.stop()
+		return -1, -1
+	}
+	fmt.Sscanf(t, "lost %d moved %d", &lost, &moved)
+	l.cmd.Wait()
+	return lost, moved
+}

@@ -1,0 +1,432 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/internal/launch"
+)
+
+// watchPath is the znode every session of the scale phase watches.
+const watchPath = "/proxyscale-watch"
+
+type member struct {
+	*proc
+	client, proxy string
+}
+
+// group is processes whose resident memory is summed.
+type group struct {
+	name  string
+	procs []*proc
+}
+
+func (g group) rss() int64 {
+	var n int64
+	for _, p := range g.procs {
+		if p.cmd.ProcessState == nil { // still running
+			n += rssKB(p.cmd.Process.Pid)
+		}
+	}
+	return n
+}
+
+type run struct {
+	*cfg
+	dir, self string
+	members   []*member
+	leader    *member
+	pxs       []*proc
+	pxAddrs   []string
+}
+
+func (c *cfg) run() error {
+	dir, err := os.MkdirTemp("", "proxyscale-")
+	if err != nil {
+		return err
+	}
+	if os.Getenv("PROXYSCALE_KEEP") == "" { // keep the logs
+		defer os.RemoveAll(dir)
+	}
+	r := &run{cfg: c, dir: dir}
+	defer r.stopAll()
+	if r.self, err = os.Executable(); err != nil {
+		return err
+	}
+	if err := r.startEnsemble(); err != nil {
+		return err
+	}
+	fmt.Printf("proxyscale: 3 members, %d proxies, %d load processes; %d sessions in the CPU windows, %d in the scale phase (timeout %v); load average %s\n",
+		c.proxies, c.loaders, c.cpuSessions, c.sessions, c.timeout, loadavg())
+	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v with no sessions   load average %s\n", "baseline", r.leaderCPU(c.idle), c.idle, loadavg())
+
+	if err := r.startProxies(); err != nil {
+		return err
+	}
+	var memberProcs []*proc
+	var clientAddrs []string
+	for _, m := range r.members {
+		memberProcs = append(memberProcs, m.proc)
+		clientAddrs = append(clientAddrs, m.client)
+	}
+	members, proxies := group{"members", memberProcs}, group{"proxies", r.pxs}
+	windows := []func() error{
+		func() error { return r.cpuWindow("direct", clientAddrs, members) },
+		func() error { return r.cpuWindow("proxied", r.pxAddrs, proxies, members) },
+	}
+	if c.proxiedFirst {
+		slices.Reverse(windows)
+	}
+	for _, w := range windows {
+		if err := w(); err != nil {
+			return err
+		}
+	}
+	// Fresh proxies for the scale phase, so that their memory per session
+	// is not the CPU window's (a Go process's memory, once grown, stays).
+	for _, p := range r.pxs {
+		p.stop()
+	}
+	r.pxs, r.pxAddrs = nil, nil
+	if err := r.startProxies(); err != nil {
+		return err
+	}
+	if err := r.scale(group{"proxies", r.pxs}, members); err != nil {
+		return err
+	}
+	if c.zk {
+		return r.zooKeeper()
+	}
+	return nil
+}
+
+func (r *run) stopAll() {
+	for _, p := range r.pxs {
+		p.stop()
+	}
+	for _, m := range r.members {
+		m.stop()
+	}
+}
+
+func (r *run) port() int {
+	p, err := freeport.Get()
+	if err != nil {
+		log.Fatal(err)
+	}
+	return p
+}
+
+// startEnsemble starts three members (zoo.cfg as ZooKeeper's, a proxy
+// port each) and finds the leader.
+func (r *run) startEnsemble() error {
+	if r.bin == "" {
+		r.bin = filepath.Join(r.dir, "zkraft")
+		out, err := exec.Command("go", "build", "-o", r.bin, "./cmd/zkraft").CombinedOutput()
+		if err != nil {
+			return fmt.Errorf("go build: %v: %s", err, out)
+		}
+	}
+	type ports struct{ client, peer, election, proxy int }
+	ps := make([]ports, 3)
+	for i := range ps {
+		ps[i] = ports{r.port(), r.port(), r.port(), r.port()}
+	}
+	var servers strings.Builder
+	for i, p := range ps {
+		fmt.Fprintf(&servers, "server.%d=127.0.0.1:%d:%d;127.0.0.1:%d\n", i+1, p.peer, p.election, p.client)
+	}
+	for i, p := range ps {
+		md := filepath.Join(r.dir, fmt.Sprintf("m%d", i+1))
+		if err := os.MkdirAll(filepath.Join(md, "data"), 0o755); err != nil {
+			return err
+		}
+		os.WriteFile(filepath.Join(md, "data", "myid"), []byte(strconv.Itoa(i+1)), 0o644)
+		cfg := fmt.Sprintf("tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\nclientPort=%d\nclientPortAddress=127.0.0.1\nmaxClientCnxns=0\nadmin.enableServer=false\n4lw.commands.whitelist=*\n%s",
+			filepath.Join(md, "data"), p.client, servers.String())
+		cfgPath := filepath.Join(md, "zoo.cfg")
+		os.WriteFile(cfgPath, []byte(cfg), 0o644)
+		pr, err := start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
+		if err != nil {
+			return err
+		}
+		r.members = append(r.members, &member{proc: pr, client: fmt.Sprintf("127.0.0.1:%d", p.client), proxy: fmt.Sprintf("127.0.0.1:%d", p.proxy)})
+	}
+	for _, m := range r.members {
+		if err := waitPort(m.client, 60*time.Second); err != nil {
+			return err
+		}
+	}
+	for deadline := time.Now().Add(60 * time.Second); r.leader == nil && time.Now().Before(deadline); time.Sleep(200 * time.Millisecond) {
+		for _, m := range r.members {
+			if strings.Contains(fourLetter(m.client, "srvr"), "Mode: leader") {
+				r.leader = m
+			}
+		}
+	}
+	if r.leader == nil {
+		return errors.New("no leader after 60s")
+	}
+	return nil
+}
+
+func (r *run) startProxies() error {
+	var proxyAddrs []string
+	for _, m := range r.members {
+		proxyAddrs = append(proxyAddrs, m.proxy)
+	}
+	for i := range r.proxies {
+		a := fmt.Sprintf("127.0.0.1:%d", r.port())
+		p, err := start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
+			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--log-level", "warn")
+		if err != nil {
+			return err
+		}
+		r.pxs = append(r.pxs, p)
+		r.pxAddrs = append(r.pxAddrs, a)
+	}
+	for _, a := range r.pxAddrs {
+		if err := waitPort(a, 30*time.Second); err != nil {
+			return err
+		}
+	}
+	time.Sleep(time.Second) // upstream connections
+	return nil
+}
+
+// leaderCPU is the leader's CPU over d, in percent of a core.
+func (r *run) leaderCPU(d time.Duration) float64 {
+	pid := r.leader.cmd.Process.Pid
+	c0, t0 := cpuTicks(pid), time.Now()
+	time.Sleep(d)
+	return float64(cpuTicks(pid)-c0) / 100 / time.Since(t0).Seconds() * 100
+}
+
+// openLoad starts the load processes with n sessions spread over addrs and
+// waits until every handshake is done.
+func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
+	var ls []*loader
+	per := n / r.loaders
+	t0 := time.Now()
+	for i := range r.loaders {
+		k := per
+		if i == r.loaders-1 {
+			k = n - per*(r.loaders-1)
+		}
+		// Each load process starts its sessions on its own address first,
+		// so that the sessions spread evenly.
+		rot := append(slices.Clone(addrs[i%len(addrs):]), addrs[:i%len(addrs)]...)
+		l, err := startLoader(r.self, rot, k, r.timeout, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		if err != nil {
+			return ls, err
+		}
+		ls = append(ls, l)
+	}
+	opened, failed := 0, 0
+	for _, l := range ls {
+		o, f, err := l.waitReady(10 * time.Minute)
+		if err != nil {
+			return ls, fmt.Errorf("%s: %w", name, err)
+		}
+		opened, failed = opened+o, failed+f
+	}
+	el := time.Since(t0)
+	fmt.Printf("  %-9s %d sessions opened in %v (%.0f/s), %d handshakes failed   load average %s\n", name, opened, el.Round(100*time.Millisecond), float64(opened)/el.Seconds(), failed, loadavg())
+	return ls, nil
+}
+
+func finishAll(ls []*loader) (lost, moved int) {
+	for _, l := range ls {
+		a, b := l.finish()
+		lost, moved = lost+a, moved+b
+	}
+	return lost, moved
+}
+
+func perSession(groups []group, base map[string]int64, n int) string {
+	var mem []string
+	for _, g := range groups {
+		mem = append(mem, fmt.Sprintf("%.1f KiB on the %s", float64(g.rss()-base[g.name])/float64(n), g.name))
+	}
+	return strings.Join(mem, ", ")
+}
+
+// cpuWindow opens cpuSessions idle sessions on addrs, measures the
+// leader's CPU and the groups' memory per session, drops the sessions and
+// waits for them to expire.
+func (r *run) cpuWindow(name string, addrs []string, groups ...group) error {
+	base := map[string]int64{}
+	for _, g := range groups {
+		base[g.name] = g.rss()
+	}
+	ls, err := r.openLoad(name, addrs, r.cpuSessions)
+	if err != nil {
+		finishAll(ls)
+		return err
+	}
+	time.Sleep(2 * time.Second) // the handshakes' proposals settle
+	cpu := r.leaderCPU(r.idle)
+	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v   RSS per idle session: %s   load average %s\n",
+		name, cpu, r.idle, perSession(groups, base, r.cpuSessions), loadavg())
+	lost, moved := finishAll(ls)
+	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", name, lost, moved)
+	// The sessions were dropped, not closed: let them expire before the
+	// next window.
+	time.Sleep(r.timeout + 5*time.Second)
+	return nil
+}
+
+// scale holds r.sessions through the proxies, then watches, writes and
+// counts notifications, then kills a proxy.
+func (r *run) scale(groups ...group) error {
+	base := map[string]int64{}
+	for _, g := range groups {
+		base[g.name] = g.rss()
+	}
+	var addrs []string
+	for _, m := range r.members {
+		addrs = append(addrs, m.client)
+	}
+	w, err := launch.Session(context.Background(), addrs, 30*time.Second, 30*time.Second)
+	if err != nil {
+		return err
+	}
+	defer w.Close()
+	if _, err := w.Create(watchPath, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	ls, err := r.openLoad("scale", r.pxAddrs, r.sessions)
+	defer func() {
+		for _, l := range ls {
+			l.stop()
+		}
+	}()
+	if err != nil {
+		return err
+	}
+	time.Sleep(2 * time.Second)
+	fmt.Printf("  %-9s RSS per session: %s\n", "scale", perSession(groups, base, r.sessions))
+
+	// Hold, a minute at a time, counting the sessions lost.
+	t0, c0 := time.Now(), cpuTicks(r.leader.cmd.Process.Pid)
+	for time.Since(t0) < r.hold {
+		time.Sleep(min(time.Minute, r.hold-time.Since(t0)))
+		lost, moved := 0, 0
+		for _, l := range ls {
+			a, b := l.count()
+			lost, moved = lost+a, moved+b
+		}
+		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, loadavg())
+	}
+	cpu := float64(cpuTicks(r.leader.cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
+	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over the hold with %d sessions through %d proxies\n", "scale", cpu, r.sessions, r.proxies)
+
+	// Every session watches one znode; one write.
+	watching := 0
+	for _, l := range ls {
+		l.send("watch " + watchPath)
+	}
+	for _, l := range ls {
+		t, err := l.line("watching ", 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		var n int
+		fmt.Sscanf(t, "watching %d", &n)
+		watching += n
+	}
+	time.Sleep(time.Second)
+	sent := time.Now()
+	if _, err := w.Set(watchPath, []byte("1"), -1); err != nil {
+		return err
+	}
+	acked := time.Now()
+	var lat []int64 // µs after the acknowledgement
+	notified := 0
+	for _, l := range ls {
+		l.send("report " + strconv.FormatInt(acked.UnixNano(), 10))
+	}
+	for _, l := range ls {
+		t, err := l.line("notified ", 2*time.Minute)
+		if err != nil {
+			return err
+		}
+		var n, m int
+		fmt.Sscanf(t, "notified %d of %d", &n, &m)
+		notified += n
+		t, err = l.line("lat", 30*time.Second)
+		if err != nil {
+			return err
+		}
+		for _, f := range strings.Fields(t)[1:] {
+			v, _ := strconv.ParseInt(f, 10, 64)
+			lat = append(lat, v)
+		}
+	}
+	slices.Sort(lat)
+	q := func(p float64) time.Duration {
+		if len(lat) == 0 {
+			return 0
+		}
+		return time.Duration(lat[min(len(lat)-1, int(p*float64(len(lat))))]) * time.Microsecond
+	}
+	early := 0
+	for _, v := range lat {
+		if v < 0 {
+			early++
+		}
+	}
+	ackLag := acked.Sub(sent)
+	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
+	fmt.Printf("  %-9s watch on %s: %d of %d sessions watching, %d notified, %d lost   load average %s\n",
+		"watch", watchPath, watching, r.sessions, notified, watching-notified, loadavg())
+	fmt.Printf("  %-9s from the write's acknowledgement (%s after its send): p50 %s p99 %s max %s (%d arrived before it); from its send: p50 %s p99 %s max %s\n",
+		"watch", ms(ackLag), ms(q(0.5)), ms(q(0.99)), ms(q(1)), early, ms(q(0.5)+ackLag), ms(q(0.99)+ackLag), ms(q(1)+ackLag))
+
+	// Kill one proxy: its sessions must resume on the others.
+	r.pxs[0].cmd.Process.Kill()
+	r.pxs[0].cmd.Wait()
+	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
+	time.Sleep(r.timeout + 5*time.Second)
+	lost, moved := finishAll(ls)
+	ls = nil
+	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
+	return nil
+}
+
+// zooKeeper measures Apache ZooKeeper 3.8's memory per idle session with
+// the same load processes: cpuSessions sessions on a standalone server.
+func (r *run) zooKeeper() error {
+	e, err := launch.New(launch.Config{System: launch.ZooKeeper, Dir: filepath.Join(r.dir, "zk")})
+	if err != nil {
+		return err
+	}
+	if err := e.StartWait(context.Background(), 90*time.Second, 3); err != nil {
+		return err
+	}
+	defer e.Stop()
+	pid := e.PIDs()[0]
+	base := rssKB(pid)
+	ls, err := r.openLoad("zookeeper", e.Addrs(), r.cpuSessions)
+	if err != nil {
+		finishAll(ls)
+		return err
+	}
+	time.Sleep(2*time.Second + r.idle)
+	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", float64(rssKB(pid)-base)/float64(r.cpuSessions), loadavg())
+	lost, moved := finishAll(ls)
+	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", "zookeeper", lost, moved)
+	return nil
+}

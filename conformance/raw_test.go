@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/go-zookeeper/zk"
+
+	"github.com/zkraft/zkraft/jute"
 )
 
 // Raw-socket helpers. They speak the Jute wire format with encoding/binary
@@ -370,19 +372,11 @@ func (c *rawConn) writeFrame(body []byte) error { return c.writeRaw(frame(body))
 func (c *rawConn) readFrame(d time.Duration) ([]byte, error) {
 	c.nc.SetReadDeadline(time.Now().Add(d))
 	defer c.nc.SetReadDeadline(time.Time{})
-	var hdr [4]byte
-	if _, err := io.ReadFull(c.nc, hdr[:]); err != nil {
-		return nil, err
+	body, err := jute.ReadFrame(c.nc, nil, 16<<20)
+	if errors.Is(err, jute.ErrFrameLength) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("the server's frame: %w", err)
 	}
-	n := int32(binary.BigEndian.Uint32(hdr[:]))
-	if n < 0 || n > 16<<20 {
-		return nil, fmt.Errorf("server sent frame length %d", n)
-	}
-	body := make([]byte, n)
-	if _, err := io.ReadFull(c.nc, body); err != nil {
-		return nil, fmt.Errorf("reading %d-byte frame body: %w", n, err)
-	}
-	return body, nil
+	return body, err
 }
 
 // handshake sends a ConnectRequest and reads the ConnectResponse.

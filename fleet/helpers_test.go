@@ -7,8 +7,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/zkraft/zkraft/internal/smtest"
 )
 
 // recordSink is an EventSink that keeps what it is given.
@@ -202,15 +203,7 @@ func (h *harness) dump() []string {
 	h.t.Helper()
 	h.sm.mu.RLock()
 	defer h.sm.mu.RUnlock()
-	it := h.sm.mu.db.NewIter(&pebble.IterOptions{})
-	var out []string
-	for it.First(); it.Valid(); it.Next() {
-		out = append(out, fmt.Sprintf("%q=%x", it.Key(), it.Value()))
-	}
-	if err := it.Close(); err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return smtest.Dump(h.t, h.sm.mu.db)
 }
 
 func sameRecords(a, b *Map) bool {

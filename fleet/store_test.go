@@ -11,6 +11,8 @@ import (
 
 	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
+
+	"github.com/zkraft/zkraft/internal/smtest"
 )
 
 // busyFleet is a map that has seen every kind of change.
@@ -172,15 +174,7 @@ func mustSet(t *testing.T, db *pebble.DB, k, v []byte) {
 
 func (h *harness) save() []byte {
 	h.t.Helper()
-	ctx, err := h.sm.PrepareSnapshot()
-	if err != nil {
-		h.t.Fatalf("PrepareSnapshot: %v", err)
-	}
-	var buf bytes.Buffer
-	if err := h.sm.SaveSnapshot(ctx, &buf, make(chan struct{})); err != nil {
-		h.t.Fatalf("SaveSnapshot: %v", err)
-	}
-	return buf.Bytes()
+	return smtest.Save(h.t, h.sm)
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {

@@ -41,10 +41,11 @@ type figure struct {
 	// returns a []float64, the series of label values 0, 1, ...
 	label string
 	// perCell: a figure of one cell (its tree, sessions, watches,
-	// connections, replica and store), which Prometheus shows for every
-	// cell hosted here with the label cell="<name>". The others are the
-	// member's own (its process, its request counters and latencies, not
-	// yet kept per cell) and are shown once, without the label.
+	// connections, replica and store, and the packets, bytes and request
+	// latencies of its ports' connections), which Prometheus shows for
+	// every cell hosted here with the label cell="<name>". The others are
+	// the member's own (its process, its limits, TLS and authentication
+	// counters, its proposals) and are shown once, without the label.
 	perCell bool
 	// value is the figure as mntr prints it (int, int64, float64 or
 	// string; a float64 prints as Java's double does). nil: not known now,
@@ -86,25 +87,25 @@ var figureTable = slices.Concat([]figure{
 	{name: "server_state", in: inMntr, value: func(r *reading) any { return r.f.Mode }},
 	{name: "ephemerals_count", perCell: true, in: inBoth, typ: gauge, help: "Number of ephemeral znodes", value: func(r *reading) any { return r.f.Ephemerals }},
 	{name: "num_alive_connections", perCell: true, in: inBoth, typ: gauge, help: "Number of client connections", value: func(r *reading) any { return r.f.Connections }},
-	{name: "avg_latency", in: inBoth, typ: gauge, help: "Average request latency (ms)", value: func(r *reading) any { return r.f.AvgLat }},
+	{name: "avg_latency", perCell: true, in: inBoth, typ: gauge, help: "Average request latency (ms)", value: func(r *reading) any { return r.f.AvgLat }},
 	{name: "outstanding_requests", in: inBoth, typ: gauge, help: "Requests read and not yet answered", value: func(r *reading) any { return r.f.Outstanding }},
 	{name: "znode_count", perCell: true, in: inBoth, typ: gauge, help: "Number of znodes", value: func(r *reading) any { return r.f.NodeCount }},
 	{name: "global_sessions", perCell: true, in: inBoth, typ: gauge, help: "Number of sessions", value: func(r *reading) any { return r.f.Sessions }},
 	{name: "non_mtls_remote_conn_count", in: inMntr, value: func(*reading) any { return 0 }},
 	{name: "last_client_response_size", in: inMntr, value: func(r *reading) any { return r.f.Responses.Last }},
-	{name: "packets_sent", in: inBoth, typ: counter, help: "Packets sent to clients", value: func(r *reading) any { return r.f.Sent }},
-	{name: "packets_received", in: inBoth, typ: counter, help: "Packets received from clients", value: func(r *reading) any { return r.f.Received }},
+	{name: "packets_sent", perCell: true, in: inBoth, typ: counter, help: "Packets sent to clients", value: func(r *reading) any { return r.f.Sent }},
+	{name: "packets_received", perCell: true, in: inBoth, typ: counter, help: "Packets received from clients", value: func(r *reading) any { return r.f.Received }},
 	{name: "max_client_response_size", in: inMntr, value: func(r *reading) any { return r.f.Responses.Max }},
 	{name: "connection_drop_probability", in: inMntr, value: func(*reading) any { return 0.0 }},
 	{name: "watch_count", perCell: true, in: inBoth, typ: gauge, help: "Number of watches", value: func(r *reading) any { return r.f.Watches }},
 	{name: "auth_failed_count", in: inBoth, typ: counter, help: "Failed authentications", value: func(r *reading) any { return r.f.AuthFailed }},
-	{name: "min_latency", in: inBoth, typ: gauge, help: "Minimum request latency (ms)", value: func(r *reading) any { return r.f.MinLat }},
+	{name: "min_latency", perCell: true, in: inBoth, typ: gauge, help: "Minimum request latency (ms)", value: func(r *reading) any { return r.f.MinLat }},
 	{name: "max_file_descriptor_count", in: inBoth, typ: gauge, help: "File descriptor limit", value: func(r *reading) any { return r.f.MaxFDs }},
 	{name: "approximate_data_size", perCell: true, in: inBoth, typ: gauge, help: "Approximate data size in bytes (paths and data)", value: func(r *reading) any { return r.f.DataSize }},
 	{name: "open_file_descriptor_count", in: inBoth, typ: gauge, help: "Open file descriptors", value: func(r *reading) any { return r.f.OpenFDs }},
 	{name: "local_sessions", in: inMntr, value: func(*reading) any { return 0 }},
 	{name: "uptime", in: inBoth, typ: gauge, help: "Milliseconds since the member started", value: func(r *reading) any { return r.f.Uptime }},
-	{name: "max_latency", in: inBoth, typ: gauge, help: "Maximum request latency (ms)", value: func(r *reading) any { return r.f.MaxLat }},
+	{name: "max_latency", perCell: true, in: inBoth, typ: gauge, help: "Maximum request latency (ms)", value: func(r *reading) any { return r.f.MaxLat }},
 	{name: "outstanding_tls_handshake", in: inBoth, typ: gauge, help: "TLS handshakes in progress", value: func(r *reading) any { return r.f.TLSHandshakes }},
 	{name: "min_client_response_size", in: inMntr, value: func(r *reading) any { return r.f.Responses.Min }},
 	{name: "non_mtls_local_conn_count", in: inMntr, value: func(*reading) any { return 0 }},
@@ -113,7 +114,7 @@ var figureTable = slices.Concat([]figure{
 	{name: "large_requests_rejected", in: inBoth, typ: counter, help: "Requests larger than jute.maxbuffer", value: func(r *reading) any { return r.f.LargeRequestsRejected }},
 	{name: "connection_rejected", in: inBoth, typ: counter, help: "Connections refused by a limit", value: func(r *reading) any { return r.f.ConnRejected }},
 	{name: "unsuccessful_handshake", in: inBoth, typ: counter, help: "Failed TLS handshakes", value: func(r *reading) any { return r.f.TLSHandshakeFailed }},
-	{name: "bytes_received_count", in: inBoth, typ: counter, help: "Bytes received from clients", value: func(r *reading) any { return r.f.BytesReceived }},
+	{name: "bytes_received_count", perCell: true, in: inBoth, typ: counter, help: "Bytes received from clients", value: func(r *reading) any { return r.f.BytesReceived }},
 	{name: "quorum_size", perCell: true, in: inBoth, typ: gauge, help: "Voting members", value: func(r *reading) any { return r.f.Voters }},
 
 	{name: "learners", perCell: true, in: inBoth, leader: true, typ: gauge, help: "Followers and observers", value: func(r *reading) any { return r.f.Learners }},

@@ -10,6 +10,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/proxy"
 	"github.com/zkraft/zkraft/server"
 )
 
@@ -34,6 +35,8 @@ func startEnsemble(t *testing.T) []*member {
 			TickTime:   500 * time.Millisecond,
 			Admin:      server.AdminConfig{Enabled: false},
 			Logger:     logger().With("member", i+1),
+			// wchs, for the shared watches' count
+			FourLetterWords: []string{"wchs"},
 		}
 		wg.Add(1)
 		go func() {
@@ -111,5 +114,60 @@ func TestEnsembleMemberDies(t *testing.T) {
 	}
 	if _, st, err := direct.Exists("/survivor"); err != nil || st == nil || st.EphemeralOwner != id {
 		t.Fatalf("the ephemeral after the member died: %+v %v", st, err)
+	}
+}
+
+// TestSharedWatchEnsemble: sessions watching one znode through two
+// proxies in front of three members: the members hold one watch per
+// proxy between them, and a write through a third member notifies every
+// session once, before a reply that reflects it.
+func TestSharedWatchEnsemble(t *testing.T) {
+	const perProxy = 10
+	ms := startEnsemble(t)
+	pa, pb := startProxy(t, ms...), startProxy(t, ms...)
+	waitUpstream(t, pa)
+	waitUpstream(t, pb)
+	direct, _ := connect(t, 10*time.Second, ms[0].cfg.ClientAddr)
+	if _, err := direct.Create("/ens", []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	type watcher struct {
+		c *zk.Conn
+		w <-chan zk.Event
+	}
+	var ws []watcher
+	for _, p := range []*proxy.Proxy{pa, pb} {
+		for range perProxy {
+			c, _ := connect(t, 10*time.Second, p.Addr().String())
+			_, _, w, err := c.GetW("/ens")
+			if err != nil {
+				t.Fatal(err)
+			}
+			ws = append(ws, watcher{c, w})
+		}
+	}
+	total := 0
+	for _, m := range ms {
+		_, _, n := wchs(t, m.cfg.ClientAddr)
+		total += n
+	}
+	if total != 2 {
+		t.Fatalf("the members hold %d watches for %d sessions through 2 proxies, want 2", total, len(ws))
+	}
+	if _, err := direct.Set("/ens", []byte("1"), -1); err != nil {
+		t.Fatal(err)
+	}
+	for i, w := range ws {
+		if got, _, err := w.c.Get("/ens"); err != nil || string(got) != "1" {
+			t.Fatalf("session %d: get %q %v", i, got, err)
+		}
+		select {
+		case e := <-w.w:
+			if e.Type != zk.EventNodeDataChanged {
+				t.Errorf("session %d: %+v", i, e)
+			}
+		default:
+			t.Errorf("session %d: the reply showing the change came before its event", i)
+		}
 	}
 }

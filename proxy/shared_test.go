@@ -90,20 +90,6 @@ func readRawFrame(br *bufio.Reader) ([]byte, error) {
 
 var openACL = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
 
-// send sends one request and returns its xid.
-func (s *rawSession) send(op jute.OpCode, req jute.Record) int32 {
-	s.t.Helper()
-	s.xid++
-	xid := s.xid
-	if op == jute.OpAuth {
-		xid = jute.XidAuth
-	}
-	if _, err := s.nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: xid, Type: op}, req)); err != nil {
-		s.t.Fatal(err)
-	}
-	return xid
-}
-
 // inOrder is a go-zookeeper host provider that tries its servers in the
 // order it was made with (go-zookeeper shuffles the connect string).
 type inOrder struct {
@@ -120,32 +106,54 @@ func (h *inOrder) Next() (string, bool) {
 	return s, h.next%len(h.servers) == 0
 }
 
+// rawEvent is a notification and the zxid its header carried.
+type rawEvent struct {
+	jute.WatcherEvent
+	zxid int64
+}
+
 // call sends a request and returns its reply and the notifications that
 // came before it.
-func (s *rawSession) call(op jute.OpCode, req jute.Record) (rawFrame, []jute.WatcherEvent) {
+func (s *rawSession) call(op jute.OpCode, req jute.Record) (rawFrame, []rawEvent) {
 	s.t.Helper()
-	xid := s.send(op, req)
-	var events []jute.WatcherEvent
+	f, events, err := s.try(op, req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	return f, events
+}
+
+// try is call for any goroutine: it returns what went wrong.
+func (s *rawSession) try(op jute.OpCode, req jute.Record) (rawFrame, []rawEvent, error) {
+	s.xid++
+	xid := s.xid
+	if op == jute.OpAuth {
+		xid = jute.XidAuth
+	}
+	if _, err := s.nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: xid, Type: op}, req)); err != nil {
+		return rawFrame{}, nil, err
+	}
+	var events []rawEvent
 	for {
 		select {
 		case f, ok := <-s.frames:
 			if !ok {
-				s.t.Fatalf("session %#x: connection closed waiting for the reply of %v", s.id, op)
+				return f, events, fmt.Errorf("session %#x: connection closed waiting for the reply of %v", s.id, op)
 			}
 			if f.hdr.Xid == jute.XidNotification {
-				var e jute.WatcherEvent
-				if err := jute.Unmarshal(f.body, &e); err != nil {
-					s.t.Fatal(err)
+				e := rawEvent{zxid: f.hdr.Zxid}
+				if err := jute.Unmarshal(f.body, &e.WatcherEvent); err != nil {
+					return f, events, err
 				}
 				events = append(events, e)
 				continue
 			}
 			if f.hdr.Xid != xid {
-				s.t.Fatalf("session %#x: reply xid %d, want %d", s.id, f.hdr.Xid, xid)
+				return f, events, fmt.Errorf("session %#x: reply xid %d, want %d", s.id, f.hdr.Xid, xid)
 			}
-			return f, events
+			return f, events, nil
 		case <-time.After(30 * time.Second):
-			s.t.Fatalf("session %#x: no reply to %v within 30s", s.id, op)
+			return rawFrame{}, events, fmt.Errorf("session %#x: no reply to %v within 30s", s.id, op)
 		}
 	}
 }
@@ -153,13 +161,31 @@ func (s *rawSession) call(op jute.OpCode, req jute.Record) (rawFrame, []jute.Wat
 // sync returns the notifications received before a read of path that
 // reflects every change acknowledged so far (a linearizable read through
 // the member): a notification that is owed must come before it.
-func (s *rawSession) sync(path string) []jute.WatcherEvent {
+func (s *rawSession) sync(path string) []rawEvent {
 	s.t.Helper()
 	_, events := s.call(jute.OpExists, &jute.ExistsRequest{Path: path})
 	return events
 }
 
-func eventsString(es []jute.WatcherEvent) string {
+// nextEvent waits (at most 30 s) for the next frame, which must be a
+// notification.
+func (s *rawSession) nextEvent() (rawEvent, error) {
+	select {
+	case f, ok := <-s.frames:
+		if !ok {
+			return rawEvent{}, fmt.Errorf("session %#x: closed", s.id)
+		}
+		if f.hdr.Xid != jute.XidNotification {
+			return rawEvent{}, fmt.Errorf("session %#x: a reply (xid %d) where a notification was due", s.id, f.hdr.Xid)
+		}
+		e := rawEvent{zxid: f.hdr.Zxid}
+		return e, jute.Unmarshal(f.body, &e.WatcherEvent)
+	case <-time.After(30 * time.Second):
+		return rawEvent{}, fmt.Errorf("session %#x: no notification within 30s", s.id)
+	}
+}
+
+func eventsString(es []rawEvent) string {
 	var b strings.Builder
 	for _, e := range es {
 		fmt.Fprintf(&b, "%v %s; ", e.Type, e.Path)
@@ -549,4 +575,121 @@ func waitUpstream(t *testing.T, p *proxy.Proxy) {
 			t.Fatal("the proxy has no upstream connection after 20s")
 		}
 	}
+}
+
+// TestSharedWatchUnderChurn: while a writer changes one znode in a loop,
+// one-shot sessions through a proxy set a watch on it again and again
+// (each read racing the writes, and the member's catch-up of each
+// registration racing its live events) and persistent ones watch it
+// throughout. Each one-shot watch fires exactly once, with the first
+// change after the state its read saw, before the session's next reply;
+// each persistent watch sees every change exactly once, in order.
+func TestSharedWatchUnderChurn(t *testing.T) {
+	const (
+		writes     = 150
+		oneShots   = 8
+		persistent = 3
+	)
+	m := startMember(t, nil)
+	p := startProxy(t, m)
+	w := rawConnect(t, m.cfg.ClientAddr)
+	w.call(jute.OpCreate, &jute.CreateRequest{Path: "/churn", Data: []byte("0"), ACL: openACL})
+	pers := make([]*rawSession, persistent)
+	for i := range pers {
+		pers[i] = rawConnect(t, p.Addr().String())
+		pers[i].call(jute.OpAddWatch, &jute.AddWatchRequest{Path: "/churn", Mode: jute.AddWatchModePersistent})
+	}
+	type fired struct{ read, event int64 }
+	var (
+		mu      sync.Mutex
+		written []int64
+		records = make([][]fired, oneShots)
+		done    = make(chan struct{})
+		wg      sync.WaitGroup
+		errs    = make(chan error, oneShots)
+	)
+	write := func() {
+		f, _ := w.call(jute.OpSetData, &jute.SetDataRequest{Path: "/churn", Data: []byte("x"), Version: -1})
+		if f.hdr.Err != jute.ErrOK {
+			t.Fatalf("setData: %v", f.hdr.Err)
+		}
+		mu.Lock()
+		written = append(written, f.hdr.Zxid)
+		mu.Unlock()
+	}
+	for i := range oneShots {
+		s := rawConnect(t, p.Addr().String())
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				f, early, err := s.try(jute.OpGetData, &jute.GetDataRequest{Path: "/churn", Watch: true})
+				if err == nil && len(early) > 0 {
+					err = fmt.Errorf("one-shot %d: notified before its read's reply: %s", i, eventsString(early))
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+				e, err := s.nextEvent()
+				if err != nil {
+					errs <- err
+					return
+				}
+				records[i] = append(records[i], fired{f.hdr.Zxid, e.zxid})
+				select {
+				case <-done:
+					return
+				default:
+				}
+			}
+		}()
+	}
+	for range writes {
+		write()
+	}
+	close(done)
+	exited := make(chan struct{})
+	go func() { wg.Wait(); close(exited) }()
+	// Each one-shot session's last watch fires with one of these.
+	for stop := false; !stop; {
+		write()
+		select {
+		case <-exited:
+			stop = true
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	firstAfter := func(z int64) int64 {
+		for _, x := range written {
+			if x > z {
+				return x
+			}
+		}
+		return -1
+	}
+	n := 0
+	for i, rs := range records {
+		for _, r := range rs {
+			if want := firstAfter(r.read); r.event != want {
+				t.Errorf("one-shot %d: a watch set on zxid %#x fired with %#x, want the first change after it, %#x", i, r.read, r.event, want)
+			}
+		}
+		n += len(rs)
+	}
+	for i, s := range pers {
+		got := s.sync("/churn")
+		var zx []int64
+		for _, e := range got {
+			zx = append(zx, e.zxid)
+		}
+		if fmt.Sprint(zx) != fmt.Sprint(written) {
+			t.Errorf("persistent %d: %d events, want the %d changes in order", i, len(zx), len(written))
+		}
+	}
+	t.Logf("%d writes, %d one-shot watches set and fired, %d persistent watchers", len(written), n, persistent)
 }

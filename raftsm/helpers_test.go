@@ -6,9 +6,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/zkraft/zkraft/internal/smtest"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -146,15 +146,7 @@ func (h *harness) dump() []string {
 	h.t.Helper()
 	h.sm.mu.RLock()
 	defer h.sm.mu.RUnlock()
-	it := h.sm.mu.db.NewIter(&pebble.IterOptions{})
-	var out []string
-	for it.First(); it.Valid(); it.Next() {
-		out = append(out, fmt.Sprintf("%q=%x", it.Key(), it.Value()))
-	}
-	if err := it.Close(); err != nil {
-		h.t.Fatal(err)
-	}
-	return out
+	return smtest.Dump(h.t, h.sm.mu.db)
 }
 
 // tree renders the data tree: path, client stat, data, ACL, one line each.

@@ -291,19 +291,9 @@ func writeImport(path string, nodes []ImportedNode, st *ImportedState, children 
 // yet applied are not in it, so run the replica until it has caught up
 // first (cmd/zkraft export does) or use View.State from a ReadFunc.
 func ExportState(dir string, shardID, replicaID uint64) (*ImportedState, error) {
-	target := StoreDir(dir, shardID, replicaID)
-	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
-		return nil, fmt.Errorf("%w in %s", ErrNoStore, target)
-	}
-	if StoreLocked(target) {
-		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
-	}
-	opts := pebbleOptions(nil)
-	opts.ReadOnly = true
-	opts.ErrorIfNotExists = true
-	db, err := pebble.Open(target, opts)
+	db, target, err := openStopped(dir, shardID, replicaID)
 	if err != nil {
-		return nil, fmt.Errorf("raftsm: open %s (is zkraft still running?): %w", target, err)
+		return nil, err
 	}
 	defer db.Close()
 	z, err := getValue(db, keyZxid)
@@ -317,23 +307,33 @@ func ExportState(dir string, shardID, replicaID uint64) (*ImportedState, error) 
 	return v.State()
 }
 
-// ReadImportSource reads what a replica's store under dir was imported
-// from: nil (and no error) for a store that was not imported. The store
-// must not be open elsewhere (zkraft must be stopped).
-func ReadImportSource(dir string, shardID, replicaID uint64) (*ImportSource, error) {
-	target := StoreDir(dir, shardID, replicaID)
+// openStopped opens a replica's store under dir read-only, for the offline
+// commands: ErrNoStore when there is none, an error when zkraft holds it.
+func openStopped(dir string, shardID, replicaID uint64) (db *pebble.DB, target string, err error) {
+	target = StoreDir(dir, shardID, replicaID)
 	if _, err := os.Stat(filepath.Join(target, "CURRENT")); err != nil {
-		return nil, fmt.Errorf("%w in %s", ErrNoStore, target)
+		return nil, target, fmt.Errorf("%w in %s", ErrNoStore, target)
 	}
 	if StoreLocked(target) {
-		return nil, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
+		return nil, target, fmt.Errorf("raftsm: %s is in use (is zkraft still running?)", target)
 	}
 	opts := pebbleOptions(nil)
 	opts.ReadOnly = true
 	opts.ErrorIfNotExists = true
-	db, err := pebble.Open(target, opts)
+	db, err = pebble.Open(target, opts)
 	if err != nil {
-		return nil, fmt.Errorf("raftsm: open %s (is zkraft still running?): %w", target, err)
+		return nil, target, fmt.Errorf("raftsm: open %s (is zkraft still running?): %w", target, err)
+	}
+	return db, target, nil
+}
+
+// ReadImportSource reads what a replica's store under dir was imported
+// from: nil (and no error) for a store that was not imported. The store
+// must not be open elsewhere (zkraft must be stopped).
+func ReadImportSource(dir string, shardID, replicaID uint64) (*ImportSource, error) {
+	db, _, err := openStopped(dir, shardID, replicaID)
+	if err != nil {
+		return nil, err
 	}
 	defer db.Close()
 	return View{tree: treeReader{r: db}}.ImportSource()

@@ -11,6 +11,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/zkraft/zkraft/internal/smtest"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -18,15 +19,7 @@ import (
 // save takes a snapshot of h's current state.
 func (h *harness) save() []byte {
 	h.t.Helper()
-	ctx, err := h.sm.PrepareSnapshot()
-	if err != nil {
-		h.t.Fatalf("PrepareSnapshot: %v", err)
-	}
-	var buf bytes.Buffer
-	if err := h.sm.SaveSnapshot(ctx, &buf, make(chan struct{})); err != nil {
-		h.t.Fatalf("SaveSnapshot: %v", err)
-	}
-	return buf.Bytes()
+	return smtest.Save(h.t, h.sm)
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {

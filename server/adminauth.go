@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/zkraft/zkraft/auth"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -15,28 +16,16 @@ import (
 // ZooKeeper 3.9's AdminServer commands that change or expose the whole
 // state (snapshot, restore, shed_connections) carry an AuthRequest: the
 // request's Authorization header names a client authentication scheme
-// and its credentials, "<scheme> <auth>" ("digest alice:secret", or "ip"
-// alone), the scheme's provider turns them into ids exactly as for a
-// client's addAuth, and the ids must hold every permission the command
+// and its credentials (auth.Header turns them into ids exactly as for a
+// client's addAuth), and the ids must hold every permission the command
 // asks for on a znode (ALL on "/" for all three): a super user always
 // does, and with the default open ACL of "/" every authenticated caller
 // does, so an operator who wants these commands closed sets an ACL on "/".
 // zkraft's console uses the same check for its actions (console.go).
-//
-// The schemes over HTTP are ZooKeeper's providers that can read an HTTP
-// request: digest (with superDigest) and ip. x509 needs the AdminServer
-// over TLS, which zkraft's does not speak, and SASL has no HTTP exchange:
-// both are "Not authenticated", as an unknown scheme is.
 
-// adminAuthInfoSeparator splits the Authorization header's scheme from
-// its credentials (ZooKeeper's Commands.AUTH_INFO_SEPARATOR).
-const adminAuthInfoSeparator = " "
-
-// ZooKeeper's sentences for the refusals of an AuthRequest, with their
-// HTTP status codes.
+// ZooKeeper's sentences for the refusals of an AuthRequest beyond
+// auth.Header's, with their HTTP status codes.
 const (
-	authMissing       = "Auth info is missing for the command"
-	authNotAuthed     = "Not authenticated"
 	authNotAuthorized = "Not authorized"
 	authError         = "Error occurred during auth"
 )
@@ -49,11 +38,7 @@ type authRefusal struct {
 
 func (a *authRefusal) Error() string { return a.text }
 
-var (
-	errAuthMissing   = &authRefusal{http.StatusUnauthorized, authMissing}
-	errNotAuthed     = &authRefusal{http.StatusUnauthorized, authNotAuthed}
-	errNotAuthorized = &authRefusal{http.StatusForbidden, authNotAuthorized}
-)
+var errNotAuthorized = &authRefusal{http.StatusForbidden, authNotAuthorized}
 
 // httpRemoteIP is the address of an HTTP request's peer (ZooKeeper's
 // IPAuthenticationProvider.getClientIPAddress without X-Forwarded-For,
@@ -66,34 +51,15 @@ func httpRemoteIP(r *http.Request) string {
 	return host
 }
 
-// adminAuthenticate turns an Authorization header into ids, as the scheme's
-// provider does for a client: errAuthMissing without one, errNotAuthed
-// when the scheme is unknown, cannot be used over HTTP or authenticates no
-// id.
+// adminAuthenticate turns an Authorization header into ids
+// (auth.Header): 401 without one, or when the scheme is unknown, cannot be
+// used over HTTP or authenticates no id.
 func (s *Server) adminAuthenticate(r *http.Request) ([]jute.ID, error) {
-	info := r.Header.Get("Authorization")
-	if info == "" {
-		return nil, errAuthMissing
+	ids, err := auth.Header(r.Header.Get("Authorization"), httpRemoteIP(r), s.cfg.SuperDigest)
+	if err != nil {
+		return nil, &authRefusal{http.StatusUnauthorized, err.Error()}
 	}
-	parts := strings.Split(info, adminAuthInfoSeparator)
-	if len(parts) != 1 && len(parts) != 2 {
-		return nil, errNotAuthed
-	}
-	switch parts[0] {
-	case "digest":
-		if len(parts) != 2 {
-			return nil, errNotAuthed
-		}
-		digest := znode.DigestID(parts[1])
-		ids := []jute.ID{}
-		if s.cfg.SuperDigest != "" && digest == s.cfg.SuperDigest {
-			ids = append(ids, jute.ID{Scheme: "super", ID: ""})
-		}
-		return append(ids, jute.ID{Scheme: "digest", ID: digest}), nil
-	case "ip":
-		return []jute.ID{{Scheme: "ip", ID: httpRemoteIP(r)}}, nil
-	}
-	return nil, errNotAuthed
+	return ids, nil
 }
 
 // adminAuthorize authenticates the request and checks that its ids hold

@@ -30,6 +30,9 @@ type cell struct {
 	leader   atomic.Bool   // this member leads the shard
 	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
 	resets   atomic.Int64  // states installed from another replica's snapshot
+	// reqs are the request figures of the connections of the cell's
+	// ports (srvr, stat, mntr; Prometheus with the cell label).
+	reqs cellCounters
 
 	// limits are the cell's quotas from the fleet's map (nil or zero
 	// fields: unlimited); the default cell has none unless set.

@@ -18,8 +18,8 @@ import (
 )
 
 // The operator commands on cells, AdminServer commands of the registry
-// (commands.go) that need the super user's credentials in ZooKeeper 3.9's
-// AdminServer form (adminauth.go), a request header
+// (operator.go adds them) that need the super user's credentials in
+// ZooKeeper 3.9's AdminServer form (adminauth.go), a request header
 //
 //	Authorization: digest super:password
 //

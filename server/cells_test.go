@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/zkraft/zkraft/fleet"
+	"github.com/zkraft/zkraft/internal/ackwrites"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
@@ -283,6 +283,12 @@ func isQuotaExceeded(err error) bool {
 // and waits until the map holds all of them.
 func fleetOf(t *testing.T, n int) []*Server {
 	t.Helper()
+	return fleetOfWith(t, n, nil)
+}
+
+// fleetOfWith is fleetOf with each member's Config changed by tweak.
+func fleetOfWith(t *testing.T, n int, tweak func(*Config)) []*Server {
+	t.Helper()
 	net := 100 + os.Getpid()%100 + 1
 	var members []Member
 	for i := 1; i <= n; i++ {
@@ -294,6 +300,9 @@ func fleetOf(t *testing.T, n int) []*Server {
 	for i := range servers {
 		cfg := Config{ClientAddr: members[i].ClientAddr, DataDir: t.TempDir(), Members: members, ReplicaID: uint64(i + 1),
 			TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, uint64(i+1))}
+		if tweak != nil {
+			tweak(&cfg)
+		}
 		s, err := New(cfg)
 		if err != nil {
 			t.Fatal(err)
@@ -350,28 +359,7 @@ func TestCellMoveWhileWriting(t *testing.T) {
 		t.Fatal(err)
 	}
 	sid := c.SessionID()
-	var mu sync.Mutex
-	var acked []string
-	stop := make(chan struct{})
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		for i := 0; i < 100000; i++ {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			p := fmt.Sprintf("/w/n%06d", i)
-			if _, err := c.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				time.Sleep(20 * time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			acked = append(acked, p)
-			mu.Unlock()
-		}
-	}()
+	writes := ackwrites.Start(c, "/w", 20*time.Millisecond)
 
 	m := waitMap(t, servers[0], "mover active", func(m *fleet.Map) bool { c, _ := m.Cell("mover"); return c.State == fleet.CellActive })
 	cur, _ := m.Cell("mover")
@@ -391,23 +379,8 @@ func TestCellMoveWhileWriting(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	// A few more writes after the move, then stop.
-	mu.Lock()
-	n := len(acked)
-	mu.Unlock()
-	for deadline := time.Now().Add(30 * time.Second); ; {
-		mu.Lock()
-		more := len(acked) - n
-		mu.Unlock()
-		if more >= 20 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d writes acknowledged after the move", more)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	close(stop)
-	<-done
+	writes.WaitMore(t, 20, 30*time.Second)
+	acked := writes.Stop()
 	select {
 	case <-expired:
 		t.Fatal("the client's session expired during the move")
@@ -574,5 +547,108 @@ func TestCellDeleteSealsFirst(t *testing.T) {
 	}
 	if c, _ := s.fleet.latest.Load().Cell("busy"); c.State != fleet.CellActive {
 		t.Errorf("busy is %v after a refused delete", c.State)
+	}
+}
+
+// TestCellRequestFigures: the request figures (packets, latencies, bytes)
+// of srvr and mntr are the cell's of the port they are asked on, and the
+// Prometheus endpoint shows them per cell: requests to one cell do not
+// count in another's.
+func TestCellRequestFigures(t *testing.T) {
+	cfg := standaloneConfig(t, t.TempDir(), "")
+	cfg.FourLetterWords = []string{"*"}
+	s, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	waitMap(t, s, "the default cell", func(m *fleet.Map) bool { _, ok := m.Cell(fleet.DefaultCell); return ok })
+	port := uint16(freeport.Port(t))
+	if rep, err := s.fleet.propose(context.Background(), &fleet.CreateCell{Name: "busy", Placement: fleet.Placement{Voters: []uint64{1}}, ClientPort: port}); err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	waitServed(t, s, "busy")
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	fourLW(t, s.Addr().String(), "srst")
+	fourLW(t, addr, "srst")
+	c := connectZK(t, addr)
+	const n = 30
+	for i := 0; i < n; i++ {
+		if _, _, err := c.Exists("/"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	mntr := func(addr, key string) int64 {
+		t.Helper()
+		for _, line := range strings.Split(fourLW(t, addr, "mntr"), "\n") {
+			if v, ok := strings.CutPrefix(line, "zk_"+key+"\t"); ok {
+				var x int64
+				fmt.Sscan(v, &x)
+				return x
+			}
+		}
+		t.Fatalf("mntr on %s has no zk_%s", addr, key)
+		return 0
+	}
+	if got := mntr(addr, "packets_received"); got < n {
+		t.Errorf("busy's packets_received %d after %d requests to it", got, n)
+	}
+	// The default cell's port saw only its srst and this mntr.
+	if got := mntr(s.Addr().String(), "packets_received"); got > 3 {
+		t.Errorf("the default cell's packets_received %d: busy's requests counted there", got)
+	}
+	if got := mntr(s.Addr().String(), "bytes_received_count"); got > 64 {
+		t.Errorf("the default cell's bytes_received_count %d: busy's requests counted there", got)
+	}
+}
+
+// TestJoinedMemberHostsCells: a member added to the ensemble by reconfig
+// after the bootstrap gets a non-voting replica of the system shard (the
+// system shard's leader's member adds it), puts itself in the fleet's map,
+// and a cell placed on it is served there.
+func TestJoinedMemberHostsCells(t *testing.T) {
+	tweak := func(c *Config) {
+		c.ReconfigEnabled = true
+		c.SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4=" // super:secret
+	}
+	servers := fleetOfWith(t, 3, tweak)
+	host, _, _ := net.SplitHostPort(servers[2].cfg.ClientAddr)
+	ip4 := host[:strings.LastIndex(host, ".")] + ".4"
+	fourth := Member{ID: 4, RaftAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)), ElectionAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)),
+		ClientAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t))}
+	admin := connectZK(t, servers[0].Addr().String())
+	if err := admin.AddAuth("digest", []byte("super:secret")); err != nil {
+		t.Fatal(err)
+	}
+	join := fmt.Sprintf("server.4=%s:%s:participant;%s", fourth.RaftAddr, strings.Split(fourth.ElectionAddr, ":")[1], fourth.ClientAddr)
+	if _, err := admin.IncrementalReconfig([]string{join}, nil, -1); err != nil {
+		t.Fatalf("reconfig -add: %v", err)
+	}
+	cfg := Config{ClientAddr: fourth.ClientAddr, DataDir: t.TempDir(), Members: append(append([]Member(nil), servers[0].cfg.Members...), fourth),
+		ReplicaID: 4, Join: true, TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, 4)}
+	tweak(&cfg)
+	s4, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s4.Close()
+	m := waitMap(t, servers[0], "member 4", func(m *fleet.Map) bool { _, ok := m.Member(4); return ok })
+	if x, _ := m.Member(4); x.RaftAddr != fourth.RaftAddr || x.ClientHost != ip4 {
+		t.Errorf("member 4 in the map: %+v", x)
+	}
+	port := uint16(freeport.Port(t))
+	rep, err := servers[0].fleet.propose(context.Background(), &fleet.CreateCell{Name: "late", Placement: fleet.Placement{Voters: []uint64{2, 3, 4}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create on 2,3,4: %v %v", rep, err)
+	}
+	waitServed(t, s4, "late")
+	c := connectZK(t, net.JoinHostPort(ip4, fmt.Sprint(port)))
+	if _, err := c.Create("/on-the-new-member", []byte("x"), 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	c2 := connectZK(t, cellAddrs(servers, port, 2)[0])
+	if data, _, err := c2.Get("/on-the-new-member"); err != nil || string(data) != "x" {
+		t.Fatalf("the cell on member 2: %q %v", data, err)
 	}
 }

@@ -257,16 +257,37 @@ func (c *conn) serve() {
 		c.finish()
 		return
 	}
-	if !c.srv.routines.start(func() {
-		defer c.finish()
-		err := c.readLoop()
-		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-			c.log().Debug("connection ended", "session", hexID(c.sessionID), "err", err)
-		}
-	}) {
+	if !c.srv.routines.start(c.reader) {
 		c.finish() // the server is stopping
 	}
 }
+
+// reader runs the reader until the connection ends, then finishes it. A
+// proxy's channel (a vconn) whose reader has nothing to read and nothing
+// to wait for parks instead: the goroutine ends, and the vconn starts
+// another when the proxy sends the next frame or closes the channel
+// (vconn.park, vconn.deliver). An idle proxied session then costs the
+// member no goroutine.
+func (c *conn) reader() {
+	for {
+		err := c.readLoop()
+		if errors.Is(err, errParked) {
+			if c.nc.(*vconn).park(c) {
+				return
+			}
+			continue // a frame came meanwhile
+		}
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			c.log().Debug("connection ended", "session", hexID(c.sessionID), "err", err)
+		}
+		c.finish()
+		return
+	}
+}
+
+// errParked: readLoop found nothing to read on a vconn and nothing of its
+// own to wait for (reader parks it).
+var errParked = errors.New("server: reader parked")
 
 // finish waits for the processor and the flusher, closes the socket and
 // releases the connection's session and watches.
@@ -349,9 +370,9 @@ func (c *conn) readFrameFrom(prefix []byte, pool *bufPool) (*[]byte, error) {
 	if err := c.in.readFull(*buf); err != nil {
 		return nil, err
 	}
-	c.srv.stats.received.Add(1)
+	c.cell.reqs.received.Add(1)
 	c.st.recved.Add(1)
-	c.srv.counters.bytesReceived.Add(int64(n) + 4)
+	c.cell.reqs.bytesReceived.Add(int64(n) + 4)
 	return buf, nil
 }
 
@@ -500,6 +521,11 @@ func (c *conn) readLoop() error {
 		}
 		if !c.in.hasFrame() {
 			release() // before the read waits for the client
+			if v, ok := c.nc.(*vconn); ok && c.in.empty() && v.empty() && (lastRead == nil || isClosed(lastRead.executed)) {
+				// Nothing buffered and no earlier read that a write
+				// must wait for: the reader may end until the next frame.
+				return errParked
+			}
 		}
 		frame, err := c.readFrameFrom(nil, &frameBufs)
 		if err != nil {
@@ -1106,7 +1132,7 @@ func (c *conn) writeQueued() {
 			sent++
 		}
 		if sent > 0 {
-			c.srv.stats.sent.Add(int64(sent))
+			c.cell.reqs.sent.Add(int64(sent))
 			c.st.sent.Add(int64(sent))
 		}
 		if wrote > 0 {
@@ -1232,7 +1258,7 @@ func (c *conn) flusher() {
 			c.close()
 			return
 		}
-		c.srv.stats.sent.Add(int64(len(frames)))
+		c.cell.reqs.sent.Add(int64(len(frames)))
 		c.st.sent.Add(int64(len(frames)))
 	}
 }

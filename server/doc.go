@@ -4,7 +4,10 @@
 // registry and the server side of the resumable watch (watchFrom), the
 // per-tick keep-alive batch and, on the Raft leader only, session expiry
 // (both decided by package session, proposed from here), ensemble
-// membership and reconfig, and authentication (digest, SASL, x509). The
+// membership and reconfig, and the connection's side of authentication
+// (addAuth, the SASL exchange, the TLS client certificate, enforced
+// schemes, the AdminServer's AuthRequest against an ACL), the providers
+// and mechanisms themselves being package auth's. The
 // operator surfaces (four-letter words, the AdminServer, mntr and the
 // Prometheus figures) are package operator's: operator.go implements its
 // Member (a cellView: one cell of this member) and Host (the Server), and
@@ -57,8 +60,8 @@
 // Dragonboat: only raft.go sees Dragonboat's request states, and no Lookup
 // result is type-asserted (readValue returns each read's value typed).
 //
-// It may import raftsm, fleet, znode, session and jute, operator and
-// console, Dragonboat and the Prometheus client; never Pebble (the store
+// It may import raftsm, fleet, znode, session and jute, auth, operator
+// and console, Dragonboat and the Prometheus client; never Pebble (the store
 // is raftsm's: its views, figures and checks), zkdata, the client tree or
 // cmd (internal/layout's test checks it).
 //

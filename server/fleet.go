@@ -110,10 +110,11 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 	if s.ctx.Err() != nil {
 		return // closed meanwhile
 	}
-	if s.cfg.Join || s.self().Observer {
-		s.log.Info("cells: this member is not a voter of the system shard (it joined by reconfig or observes); it serves the default cell only")
-		return
-	}
+	// A member that joined by reconfig, and an observer, run a non-voting
+	// replica of the system shard: a voter's member adds it (growLoop), so
+	// it learns the map and hosts the cells placed on it; it does not vote
+	// on the map.
+	learner := s.cfg.Join || s.self().Observer
 	rc := dbconfig.Config{
 		ShardID:            fleet.SystemShardID,
 		ReplicaID:          s.cfg.ReplicaID,
@@ -123,12 +124,17 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 		HeartbeatRTT:       s.cfg.HeartbeatRTT,
 		SnapshotEntries:    1000,
 		CompactionOverhead: 100,
+		IsNonVoting:        learner,
+	}
+	initial := s.fleetVoters(nhc.RaftAddress)
+	if learner {
+		initial = nil
 	}
 	gate := newOpenGate()
 	gate.verdict <- nil
 	factory := gate.factory(fleet.NewFactory(fleet.Config{Dir: filepath.Join(s.cfg.DataDir, "state"), Sink: f}))
 	if err := raftCall(func() error {
-		return s.nh.StartOnDiskReplica(s.fleetVoters(nhc.RaftAddress), false, factory, rc)
+		return s.nh.StartOnDiskReplica(initial, learner, factory, rc)
 	}); err != nil {
 		s.log.Error("cells: the system shard did not start; serving the default cell only", "err", err)
 		return
@@ -140,8 +146,85 @@ func (s *Server) startFleet(nhc dbconfig.NodeHostConfig) {
 		return
 	}
 	f.running.Store(true)
-	s.routines.start(func() { f.importLoop(nhc.RaftAddress) })
+	if learner {
+		s.log.Info("cells: this member runs a non-voting replica of the system shard (it joined by reconfig or observes): it hosts cells once a voter's member adds it")
+		s.routines.start(func() { f.joinLoop(nhc.RaftAddress) })
+	} else {
+		s.routines.start(func() { f.importLoop(nhc.RaftAddress) })
+	}
 	s.routines.start(f.run)
+}
+
+// joinLoop is a learner's (a member that joined by reconfig, or an
+// observer): once its replica of the system shard has the map, it proposes
+// addMember for itself if the map does not have it yet (a member that
+// joined after the bootstrap), so that cells can be placed on it.
+func (f *fleetMember) joinLoop(raftAddr string) {
+	s := f.s
+	self := s.self()
+	spec := fleet.MemberSpec{ID: s.cfg.ReplicaID, RaftAddr: raftAddr, ClientHost: clientHostOf(self.ClientAddr, raftAddr)}
+	for s.ctx.Err() == nil {
+		if m := f.latest.Load(); m != nil {
+			if _, ok := m.Member(spec.ID); ok {
+				return
+			}
+			ctx, cancel := context.WithTimeout(s.ctx, s.cfg.ProposalTimeout)
+			rep, err := f.propose(ctx, &fleet.AddMember{Member: spec})
+			cancel()
+			switch {
+			case err == nil && rep.OK():
+				s.log.Info("cells: this member is in the fleet's map", "version", rep.Version, "clientHost", spec.ClientHost)
+				return
+			case err == nil:
+				s.log.Warn("cells: the fleet's map refused this member; it hosts no cell", "reply", rep.String())
+				return
+			}
+		}
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// growSystemShard is the system shard's leader's duty: every member of the
+// default cell (voter or observer, by reconfig or at bootstrap) that has no
+// replica of the system shard gets a non-voting one (replica id = member
+// id), one membership change a round. Members that left are not removed
+// (not built: docs/cells.md).
+func (f *fleetMember) growSystemShard() {
+	s := f.s
+	if f.leaderID.Load() != s.cfg.ReplicaID {
+		return
+	}
+	ctx, cancel := context.WithTimeout(s.ctx, 5*time.Second)
+	defer cancel()
+	def, err := s.cell.rep.membership(ctx)
+	if err != nil {
+		return
+	}
+	sys, err := systemShard{s.nh}.membership(ctx)
+	if err != nil {
+		return
+	}
+	for _, ms := range []map[uint64]string{def.voters, def.nonVoting} {
+		ids := make([]uint64, 0, len(ms))
+		for id := range ms {
+			ids = append(ids, id)
+		}
+		slices.Sort(ids)
+		for _, id := range ids {
+			_, v := sys.voters[id]
+			_, nv := sys.nonVoting[id]
+			if v || nv || sys.removed[id] {
+				continue
+			}
+			err := systemShard{s.nh}.addNonVoting(ctx, id, ms[id], sys.changeID)
+			s.log.Info("cells: a member of the ensemble added to the system shard as a non-voting replica", "member", id, "raftAddr", ms[id], "err", err)
+			return
+		}
+	}
 }
 
 // clientHostOf is the client host the map records for a member: the host
@@ -279,6 +362,7 @@ func (f *fleetMember) run() {
 		if m := f.latest.Load(); m != nil {
 			f.reconcile(m)
 		}
+		f.growSystemShard()
 	}
 }
 

@@ -33,6 +33,9 @@ const readBufSize = 16 << 10
 
 var readBufPool = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
+// empty reports whether nothing is buffered.
+func (f *frameReader) empty() bool { return f.buf == nil }
+
 // hasFrame reports whether a whole frame (length and body) is buffered:
 // the next read of one takes no read call and cannot block.
 func (f *frameReader) hasFrame() bool {

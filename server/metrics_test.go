@@ -29,7 +29,7 @@ func TestPrometheusMetrics(t *testing.T) {
 		"\nreadlatency_count 1\n", "\nupdatelatency_count 1\n", "readlatency{quantile=\"0.5\"}",
 		"\nzkraft_proposal_commit_seconds_count 1\n", "zkraft_requests_total{op=\"create\"} 1",
 		"\nzkraft_is_leader{cell=\"default\"} 1\n", "\nzkraft_pebble_disk_bytes{cell=\"default\"} ", "zkraft_pebble_level_bytes{cell=\"default\",level=\"0\"}",
-		"\nzkraft_raft_apply_lag_entries{cell=\"default\"} ", "\napproximate_data_size{cell=\"default\"} ", "\npackets_received ",
+		"\nzkraft_raft_apply_lag_entries{cell=\"default\"} ", "\napproximate_data_size{cell=\"default\"} ", "\npackets_received{cell=\"default\"} ",
 		"dragonboat_raftnode_has_leader",
 	} {
 		if !strings.Contains(body, want) {

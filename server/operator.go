@@ -160,7 +160,7 @@ var fourLetterLinger = operator.DefaultLinger
 // connection that has no session.
 func (c *conn) fourLetterWord(w string) {
 	s := c.srv
-	s.stats.received.Add(1)
+	c.cell.reqs.received.Add(1)
 	c.st.recved.Add(1)
 	c.log().Debug("four-letter word", "word", w)
 	out, ok := s.ops.commands.Word(w, s.cfg.FourLetterWords, c.nc, &cellView{Server: s, cell: c.cell})
@@ -169,7 +169,7 @@ func (c *conn) fourLetterWord(w string) {
 	}
 	defer c.close()
 	operator.Answer(c.nc, out, fourLetterLinger, func() {
-		s.stats.sent.Add(1)
+		c.cell.reqs.sent.Add(1)
 		c.st.sent.Add(1)
 	})
 }

@@ -224,8 +224,9 @@ func (s *cellView) Figures() operator.Figures {
 	f.Outstanding = s.outstandingRequests()
 	f.Sessions = s.cell.tracker.Len()
 	f.Uptime = time.Since(s.started).Milliseconds()
-	f.Received, f.Sent = s.stats.received.Load(), s.stats.sent.Load()
-	f.MinLat, f.AvgLat, f.MaxLat, _, _ = s.counters.all.get()
+	cc := &s.cell.reqs
+	f.Received, f.Sent = cc.received.Load(), cc.sent.Load()
+	f.MinLat, f.AvgLat, f.MaxLat, _, _ = cc.all.get()
 	f.OpenFDs, f.MaxFDs = fdCounts()
 	f.Voters = 1
 	if !s.standalone() {
@@ -260,11 +261,11 @@ func (s *cellView) Figures() operator.Figures {
 		}
 	}
 	c := &s.counters
-	f.Reads, f.Writes = c.reads.snap(), c.writes.snap()
-	f.Responses, f.Proposals = c.resp.snap(), c.proposals.snap()
+	f.Reads, f.Writes = cc.reads.snap(), cc.writes.snap()
+	f.Responses, f.Proposals = cc.resp.snap(), c.proposals.snap()
 	f.AuthFailed, f.ConnRejected, f.LargeRequestsRejected = c.authFailed.Load(), c.connRejected.Load(), c.largeRequestsRejected.Load()
 	f.TLSHandshakes, f.TLSHandshakeFailed = c.tlsHandshakes.Load(), c.tlsHandshakeFailed.Load()
-	f.Throttled, f.StalledClosed, f.BytesReceived = c.throttled.Load(), c.stalledClosed.Load(), c.bytesReceived.Load()
+	f.Throttled, f.StalledClosed, f.BytesReceived = c.throttled.Load(), c.stalledClosed.Load(), cc.bytesReceived.Load()
 	return f
 }
 

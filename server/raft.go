@@ -262,6 +262,17 @@ func (s systemShard) propose(ctx context.Context, b []byte) (fleet.Reply, error)
 	return fleet.ParseResult(res)
 }
 
+// membership is the system shard's membership.
+func (s systemShard) membership(ctx context.Context) (shardMembers, error) {
+	return (&raftReplica{nh: s.nh, shardID: fleet.SystemShardID}).membership(ctx)
+}
+
+// addNonVoting adds a member's replica (replica id = member id) to the
+// system shard as a non-voting one.
+func (s systemShard) addNonVoting(ctx context.Context, id uint64, addr string, changeID uint64) error {
+	return s.nh.SyncRequestAddNonVoting(ctx, fleet.SystemShardID, id, addr, changeID)
+}
+
 // readMap reads the map linearizably.
 func (s systemShard) readMap(ctx context.Context) (*fleet.Map, error) {
 	v, err := s.nh.SyncRead(ctx, fleet.SystemShardID, fleet.MapQuery{})

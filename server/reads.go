@@ -1,9 +1,9 @@
 package server
 
 import (
-	"slices"
 	"strings"
 
+	"github.com/zkraft/zkraft/auth"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/raftsm"
 	"github.com/zkraft/zkraft/znode"
@@ -22,26 +22,14 @@ func authenticate(xid int32, ids []jute.ID, body []byte, superDigest string) ([]
 	var add []jute.ID
 	switch pkt.Scheme {
 	case "digest":
-		// DigestAuthenticationProvider: the user is everything before the
-		// first ':' (all of it when there is none).
-		digest := znode.DigestID(string(pkt.Auth))
-		add = []jute.ID{{Scheme: "digest", ID: digest}}
-		if superDigest != "" && digest == superDigest {
-			add = append(add, jute.ID{Scheme: "super", ID: ""})
-		}
+		add = auth.Digest(string(pkt.Auth), superDigest)
 	case "ip":
 		// IPAuthenticationProvider adds the connection's own address,
 		// which every connection already carries.
 	default:
 		return ids, replyFrame(xid, 0, jute.ErrAuthFailed, nil), true
 	}
-	out := append([]jute.ID(nil), ids...)
-	for _, id := range add {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	return out, replyFrame(xid, 0, jute.ErrOK, nil), false
+	return auth.Merge(ids, add), replyFrame(xid, 0, jute.ErrOK, nil), false
 }
 
 // readOp builds the execution of a read request from the op table. A body

@@ -3,18 +3,16 @@ package server
 import (
 	"errors"
 	"fmt"
-	"os"
 	"slices"
-	"strings"
-	"unicode"
 
+	"github.com/zkraft/zkraft/auth"
 	"github.com/zkraft/zkraft/jute"
 )
 
 // saslServer is a connection's SASL exchange (ZooKeeperSaslServer). Only
 // the reader goroutine touches it.
 type saslServer struct {
-	mech *digestMD5
+	mech *auth.DigestMD5
 }
 
 // saslOp answers a sasl request (op 102) as ZooKeeperServer.processSasl
@@ -35,20 +33,16 @@ func (c *conn) saslOp(p *pending, body []byte) {
 			p.frame, p.closeAfter = c.saslFailure(p.xid, errors.New("no SASL users configured (JAAS Server section)"))
 			return
 		}
-		c.sasl = &saslServer{mech: newDigestMD5(s.ops.saslUsers)}
+		c.sasl = &saslServer{mech: auth.NewDigestMD5(s.ops.saslUsers)}
 	}
-	tok, err := c.sasl.mech.next(req.Token)
+	tok, err := c.sasl.mech.Next(req.Token)
 	if err != nil {
 		p.frame, p.closeAfter = c.saslFailure(p.xid, err)
 		return
 	}
-	if c.sasl.mech.complete {
-		user := c.sasl.mech.authzID
-		ids := []jute.ID{{Scheme: "sasl", ID: user}}
-		if s.cfg.SASL.SuperUser != "" && user == s.cfg.SASL.SuperUser {
-			ids = append(ids, jute.ID{Scheme: "super", ID: ""})
-		}
-		c.addAuthIDs(ids)
+	if c.sasl.mech.Complete() {
+		user := c.sasl.mech.User()
+		c.addAuthIDs(auth.SASL(user, s.cfg.SASL.SuperUser))
 		c.log().Info("SASL authenticated", "session", hexID(c.sessionID), "mechanism", "DIGEST-MD5", "user", user)
 	}
 	p.frame = jute.AppendFrame(nil, &jute.ReplyHeader{Xid: p.xid, Zxid: 0, Err: jute.ErrOK}, &jute.SetSASLResponse{Token: tok})
@@ -67,13 +61,7 @@ func (c *conn) saslFailure(xid int32, err error) ([]byte, bool) {
 
 // addAuthIDs adds ids the connection does not hold yet.
 func (c *conn) addAuthIDs(add []jute.ID) {
-	out := append([]jute.ID(nil), c.authIDs()...)
-	for _, id := range add {
-		if !slices.Contains(out, id) {
-			out = append(out, id)
-		}
-	}
-	c.setAuthIDs(out)
+	c.setAuthIDs(auth.Merge(c.authIDs(), add))
 }
 
 // authEnforced reports whether a request must be refused because the
@@ -98,158 +86,11 @@ func (c *conn) authEnforced(hdr *jute.RequestHeader) ([]byte, bool) {
 }
 
 // loadSASLUsers reads the DigestLoginModule users of the JAAS file's
-// section and adds Users.
+// section and adds Users (auth.LoadSASLUsers).
 func loadSASLUsers(c SASLConfig) (map[string]string, error) {
-	users := map[string]string{}
-	if c.JAASFile != "" {
-		b, err := os.ReadFile(c.JAASFile)
-		if err != nil {
-			return nil, fmt.Errorf("server: JAAS config: %w", err)
-		}
-		sections, err := parseJAAS(string(b))
-		if err != nil {
-			return nil, fmt.Errorf("server: JAAS config %s: %w", c.JAASFile, err)
-		}
-		entries, ok := sections[c.JAASSection]
-		if !ok {
-			return nil, fmt.Errorf("server: JAAS config %s has no %s section", c.JAASFile, c.JAASSection)
-		}
-		for _, e := range entries {
-			if !strings.HasSuffix(e.module, "DigestLoginModule") {
-				continue
-			}
-			for k, v := range e.options {
-				if u, ok := strings.CutPrefix(k, "user_"); ok && u != "" {
-					users[u] = v
-				}
-			}
-		}
-		if len(users) == 0 {
-			return nil, fmt.Errorf("server: JAAS config %s: no user_<name> in a DigestLoginModule of %s", c.JAASFile, c.JAASSection)
-		}
-	}
-	for u, p := range c.Users {
-		users[u] = p
+	users, err := auth.LoadSASLUsers(c.JAASFile, c.JAASSection, c.Users)
+	if err != nil {
+		return nil, fmt.Errorf("server: %w", err)
 	}
 	return users, nil
-}
-
-// jaasEntry is one login module of a JAAS section.
-type jaasEntry struct {
-	module, flag string
-	options      map[string]string
-}
-
-// parseJAAS reads a JAAS login configuration:
-//
-//	Name { module.Class flag key="value" key=value ; ... };
-//
-// with // and /* */ comments.
-func parseJAAS(src string) (map[string][]jaasEntry, error) {
-	toks, err := jaasTokens(src)
-	if err != nil {
-		return nil, err
-	}
-	out := map[string][]jaasEntry{}
-	i := 0
-	next := func() (string, error) {
-		if i >= len(toks) {
-			return "", errors.New("unexpected end")
-		}
-		i++
-		return toks[i-1], nil
-	}
-	for i < len(toks) {
-		name, _ := next()
-		if t, err := next(); err != nil || t != "{" {
-			return nil, fmt.Errorf("section %q: want {", name)
-		}
-		var entries []jaasEntry
-		for {
-			t, err := next()
-			if err != nil {
-				return nil, fmt.Errorf("section %q: %w", name, err)
-			}
-			if t == "}" {
-				break
-			}
-			e := jaasEntry{module: t, options: map[string]string{}}
-			if e.flag, err = next(); err != nil {
-				return nil, err
-			}
-			for {
-				k, err := next()
-				if err != nil {
-					return nil, fmt.Errorf("section %q: %w", name, err)
-				}
-				if k == ";" {
-					break
-				}
-				if eq, err := next(); err != nil || eq != "=" {
-					return nil, fmt.Errorf("section %q: option %q: want =", name, k)
-				}
-				v, err := next()
-				if err != nil {
-					return nil, err
-				}
-				e.options[k] = strings.TrimPrefix(v, "\x00")
-			}
-			entries = append(entries, e)
-		}
-		if i < len(toks) && toks[i] == ";" {
-			i++
-		}
-		out[name] = entries
-	}
-	return out, nil
-}
-
-// jaasTokens splits a JAAS file into words, punctuation ({ } ; =) and
-// quoted strings (marked with a leading NUL so that "=" in quotes is a
-// value).
-func jaasTokens(src string) ([]string, error) {
-	var out []string
-	r := []rune(src)
-	for i := 0; i < len(r); {
-		c := r[i]
-		switch {
-		case unicode.IsSpace(c):
-			i++
-		case c == '/' && i+1 < len(r) && r[i+1] == '/':
-			for i < len(r) && r[i] != '\n' {
-				i++
-			}
-		case c == '/' && i+1 < len(r) && r[i+1] == '*':
-			end := strings.Index(string(r[i+2:]), "*/")
-			if end < 0 {
-				return nil, errors.New("unterminated comment")
-			}
-			i += 2 + len([]rune(string(r[i+2:])[:end])) + 2
-		case c == '{' || c == '}' || c == ';' || c == '=':
-			out = append(out, string(c))
-			i++
-		case c == '"':
-			var b strings.Builder
-			i++
-			for ; i < len(r) && r[i] != '"'; i++ {
-				if r[i] == '\\' && i+1 < len(r) {
-					i++
-				}
-				b.WriteRune(r[i])
-			}
-			if i >= len(r) {
-				return nil, errors.New("unterminated string")
-			}
-			i++
-			out = append(out, "\x00"+b.String())
-		default:
-			j := i
-			for j < len(r) && !unicode.IsSpace(r[j]) && !strings.ContainsRune("{};=\"", r[j]) {
-				j++
-			}
-			out = append(out, string(r[i:j]))
-			i = j
-		}
-	}
-	return out, nil
 }

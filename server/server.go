@@ -39,7 +39,6 @@ type Server struct {
 	cellsByShard map[uint64]*cell
 
 	started time.Time
-	stats   stats
 
 	audit *auditLog // nil: off (audit.go)
 
@@ -71,11 +70,6 @@ type Server struct {
 		perListener [2]int // plain, TLS (maxCnxns)
 		closed      bool
 	}
-}
-
-type stats struct {
-	received atomic.Int64
-	sent     atomic.Int64
 }
 
 // leaderListener routes Dragonboat leader changes to the cells.

@@ -62,10 +62,7 @@ func (l *latency) get() (min int64, avg float64, max, count, sum int64) {
 // are not kept elsewhere. All fields are updated lock-free except the
 // latency summaries.
 type serverCounters struct {
-	all, reads, writes    latency // request latency, ms
-	resp                  sizes   // of replies to requests
-	proposals             sizes   // of proposed commands
-	bytesReceived         atomic.Int64
+	proposals             sizes // of proposed commands
 	authFailed            atomic.Int64
 	connRejected          atomic.Int64 // maxClientCnxns, limits
 	largeRequestsRejected atomic.Int64
@@ -76,6 +73,17 @@ type serverCounters struct {
 	throttled             atomic.Int64 // requests that waited for the global limit
 	stalledClosed         atomic.Int64 // connections closed for not reading their replies
 	lastFloodLog          atomic.Int64 // unix ns of the last too-many-connections warning
+}
+
+// cellCounters are the request figures kept per cell (docs/cells.md,
+// Figures per cell): the latencies, packets, bytes and reply sizes of the
+// connections of one cell's ports. All fields are updated lock-free except
+// the latency summaries.
+type cellCounters struct {
+	all, reads, writes latency // request latency, ms
+	resp               sizes   // of replies to requests
+	received, sent     atomic.Int64
+	bytesReceived      atomic.Int64
 }
 
 // sizes is a last, min and max of sizes in bytes, lock-free; all three are
@@ -111,21 +119,19 @@ func (z *sizes) reset() {
 	z.max.Store(0)
 }
 
-// response records the size of a reply.
-func (s *serverCounters) response(n int) { s.resp.add(n) }
-
 // proposal records the size of a proposed command.
 func (s *serverCounters) proposal(n int) { s.proposals.add(n) }
 
 // ResetStats is srst: ZooKeeper resets latency, packet counts and the
-// response sizes.
+// response sizes (the cell's, for the cell of the port it is asked on).
 func (s *cellView) ResetStats() {
-	s.counters.all.reset()
-	s.counters.reads.reset()
-	s.counters.writes.reset()
-	s.stats.received.Store(0)
-	s.stats.sent.Store(0)
-	s.counters.resp.reset()
+	c := &s.cell.reqs
+	c.all.reset()
+	c.reads.reset()
+	c.writes.reset()
+	c.received.Store(0)
+	c.sent.Store(0)
+	c.resp.reset()
 	s.counters.authFailed.Store(0)
 }
 
@@ -172,18 +178,19 @@ func (c *conn) requestDone(p *pending, frame []byte, err error) {
 	}
 	now := time.Now()
 	ms := now.Sub(p.start).Milliseconds()
-	s.counters.all.add(ms)
+	cc := &c.cell.reqs
+	cc.all.add(ms)
 	write := p.prop != nil
 	if write {
-		s.counters.writes.add(ms)
+		cc.writes.add(ms)
 	} else if !opTable[p.op].untimed {
-		s.counters.reads.add(ms)
+		cc.reads.add(ms)
 	}
 	s.metrics.request(p.op, write, now.Sub(p.start))
 	if p.op == jute.OpCloseSession {
 		c.log().Info("session closed", "session", hexID(c.sessionID))
 	}
-	s.counters.response(len(frame))
+	cc.resp.add(len(frame))
 	var zxid int64 = -1
 	if len(frame) >= 16 {
 		zxid = int64(uint64(frame[8])<<56 | uint64(frame[9])<<48 | uint64(frame[10])<<40 | uint64(frame[11])<<32 |

@@ -13,6 +13,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/zkraft/zkraft/auth"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -249,10 +250,10 @@ func (s *Server) tlsHandshake(c *conn, tc *tls.Conn) bool {
 	if certs := tc.ConnectionState().PeerCertificates; len(certs) > 0 {
 		// X509AuthenticationProvider: the client certificate's subject,
 		// as Java's X500Principal.getName() prints it, is the
-		// connection's x509 id (x509name.go). Go's parser has accepted
-		// the subject already, so x509ID failing is not expected; the
+		// connection's x509 id (auth.X509ID). Go's parser has accepted
+		// the subject already, so auth.X509ID failing is not expected; the
 		// connection then has no x509 id rather than a wrong one.
-		id, err := x509ID(certs[0].RawSubject)
+		id, err := auth.X509ID(certs[0].RawSubject)
 		if err != nil {
 			c.log().Warn("TLS client certificate subject not understood: no x509 id", "err", err)
 			return true

@@ -419,6 +419,9 @@ type vconn struct {
 	in     []byte // received, not yet read
 	closed bool
 	eof    bool // closed by the proxy (or its connection): reads say EOF
+	// parked: the conn's reader ended with nothing to read (park); the
+	// next frame, or the channel's close, starts it again (wakeLocked).
+	parked *conn
 
 	// wmu guards part: the tail of a frame written in pieces.
 	wmu  sync.Mutex
@@ -460,7 +463,45 @@ func (v *vconn) deliver(body []byte) {
 	}
 	v.in = append(v.in, body...)
 	v.cond.Signal()
+	c := v.wakeLocked()
 	v.mu.Unlock()
+	v.resume(c)
+}
+
+// empty reports whether nothing is waiting to be read.
+func (v *vconn) empty() bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	return len(v.in) == 0 && !v.closed
+}
+
+// park ends c's reader unless a frame came, or the channel closed, since
+// it found nothing to read: then the caller goes on reading.
+func (v *vconn) park(c *conn) bool {
+	v.mu.Lock()
+	defer v.mu.Unlock()
+	if len(v.in) > 0 || v.closed {
+		return false
+	}
+	v.parked = c
+	return true
+}
+
+// wakeLocked takes the parked reader's conn, for resume; v.mu is held.
+func (v *vconn) wakeLocked() *conn {
+	c := v.parked
+	v.parked = nil
+	return c
+}
+
+// resume starts the reader of a parked conn (none when c is nil) on a new
+// goroutine. Once the server is stopping it is refused, and the conn is
+// left as it is: Close closes every conn and the NodeHost with them. (It
+// is never finished here: resume runs under locks that finish takes.)
+func (v *vconn) resume(c *conn) {
+	if c != nil {
+		c.srv.routines.start(c.reader)
+	}
 }
 
 // remoteClose ends the channel from the proxy's side: reads say EOF once
@@ -471,7 +512,9 @@ func (v *vconn) remoteClose() {
 	v.closed = true
 	v.in = nil
 	v.cond.Broadcast()
+	c := v.wakeLocked()
 	v.mu.Unlock()
+	v.resume(c) // the reader reads EOF and finishes the conn
 }
 
 func (v *vconn) Read(p []byte) (int, error) {
@@ -544,7 +587,9 @@ func (v *vconn) Close() error {
 	v.closed = true
 	v.in = nil
 	v.cond.Broadcast()
+	c := v.wakeLocked()
 	v.mu.Unlock()
+	v.resume(c)
 	if v.up.drop(v.ch) {
 		v.up.send(false, wire.AppendFrame(nil, wire.KindClose, v.ch))
 	}

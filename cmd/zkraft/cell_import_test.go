@@ -6,6 +6,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -224,4 +225,157 @@ func TestConsolidateTwoEnsembles(t *testing.T) {
 		}
 		z.Stop()
 	}
+}
+
+// TestImportCellOfThreeReplicas is the walk-through's rolling import into
+// a cell of three voters: created with --import on a fleet of three members
+// (in this process, each on its own loopback address), each member stopped
+// in turn and the same ZooKeeper data imported there with --expect (an
+// import without it, or with another id, is refused), started again; then
+// cell release: every member serves the ensemble's tree and its sessions,
+// and the cell's leader takes writes.
+func TestImportCellOfThreeReplicas(t *testing.T) {
+	zktest.Require(t)
+	want, err := zktest.ReadDump(filepath.Join(fixtures, "plain", "expected.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	netByte := 100 + os.Getpid()%100 + 2
+	var members []server.Member
+	var admins []string
+	for i := 1; i <= 3; i++ {
+		ip := fmt.Sprintf("127.%d.2.%d", netByte, i)
+		members = append(members, server.Member{ID: uint64(i), RaftAddr: fmt.Sprintf("%s:%d", ip, freeport.Port(t)),
+			ClientAddr: fmt.Sprintf("%s:%d", ip, freeport.Port(t))})
+		admins = append(admins, fmt.Sprintf("%s:%d", ip, freeport.Port(t)))
+	}
+	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
+	start := func(i int) *server.Server {
+		t.Helper()
+		s, err := server.New(server.Config{ClientAddr: members[i].ClientAddr, DataDir: dirs[i], Members: members, ReplicaID: uint64(i + 1),
+			TickTime: 500 * time.Millisecond, ExtendedTypes: true, SuperDigest: zktest.SuperDigest, FourLetterWords: []string{"*"},
+			ContainerCheckInterval: time.Hour, MaxSessionTimeout: 40 * time.Second,
+			Admin:  server.AdminConfig{Enabled: true, Addr: admins[i]},
+			Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	servers := make([]*server.Server, 3)
+	for i := range servers {
+		servers[i] = start(i)
+	}
+	defer func() {
+		for _, s := range servers {
+			if s != nil {
+				s.Close()
+			}
+		}
+	}()
+	cellCmd := func(i int, args ...string) (string, error) {
+		var out bytes.Buffer
+		err := runCell(append(args, "--admin", "http://"+admins[i]+"/commands", "--super", "super:secret"), &out)
+		return out.String(), err
+	}
+	retry := func(what string, fn func() (string, error)) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		for {
+			out, err := fn()
+			if err == nil {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: %v\n%s", what, err, out)
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+	}
+	port := freeport.Port(t)
+	retry("create --import", func() (string, error) {
+		return cellCmd(0, "create", "zk-a", "--voters", "1,2,3", "--port", fmt.Sprint(port), "--import")
+	})
+	// Every member has the cell in its map before it is stopped.
+	for i := range servers {
+		retry(fmt.Sprintf("member %d's map", i+1), func() (string, error) {
+			out, err := cellCmd(i, "show", "zk-a")
+			if err == nil && !strings.Contains(out, `"state" : "importing"`) {
+				err = fmt.Errorf("not importing yet")
+			}
+			return out, err
+		})
+	}
+	var dry bytes.Buffer
+	if err := importCmd(&dry, append(fixtureArgs("plain"), "--dry-run")); err != nil {
+		t.Fatal(err)
+	}
+	var id string
+	if _, after, ok := strings.Cut(dry.String(), "import id "); ok {
+		id = strings.Fields(after)[0]
+		id = strings.TrimSuffix(id, ";")
+	}
+	if id == "" {
+		t.Fatalf("no import id in the dry run:\n%s", dry.String())
+	}
+
+	// The rolling import: one member stopped at a time.
+	for i := range servers {
+		servers[i].Close()
+		servers[i] = nil
+		args := append(fixtureArgs("plain"), "--cell", "zk-a", "--data-dir", dirs[i], "--replica-id", fmt.Sprint(i+1))
+		if err := importCmd(io.Discard, args); err == nil || !strings.Contains(err.Error(), "--expect") {
+			t.Errorf("member %d: import into a cell of 3 replicas without --expect: %v", i+1, err)
+		}
+		if err := importCmd(io.Discard, append(args, "--expect", "0000-not-it")); err == nil {
+			t.Errorf("member %d: import with another import id succeeded", i+1)
+		}
+		var out bytes.Buffer
+		if err := importCmd(&out, append(args, "--expect", id, "--verify")); err != nil {
+			t.Fatalf("member %d: import --cell: %v\n%s", i+1, err, out.String())
+		}
+		servers[i] = start(i)
+	}
+	retry("release", func() (string, error) { return cellCmd(2, "release", "zk-a") })
+
+	var addrs []string
+	for _, m := range members {
+		host, _, _ := net.SplitHostPort(m.ClientAddr)
+		addrs = append(addrs, net.JoinHostPort(host, fmt.Sprint(port)))
+	}
+	for _, a := range addrs {
+		waitServing(t, a, 60*time.Second)
+	}
+	var last int64
+	for _, n := range want.Nodes {
+		last = max(last, n.Stat.Mzxid, n.Stat.Pzxid)
+	}
+	for _, a := range addrs {
+		c := zktest.Connect(t, a)
+		got, err := zktest.DumpTree(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range zktest.Compare(want.Nodes, got, notFromZooKeeper, 20) {
+			t.Errorf("cell zk-a at %s: %s", a, d)
+		}
+	}
+	for i, ses := range want.Sessions {
+		a := addrs[i%len(addrs)]
+		rc, resp := reconnect(t, a, ses.ID, session.Password(ses.ID), last)
+		if resp.SessionID != ses.ID || resp.TimeOut == 0 {
+			t.Fatalf("zk-a at %s: reconnect %#x: %+v", a, ses.ID, resp)
+		}
+		p := fmt.Sprintf("/app/after-import-%d", i)
+		if h := rc.call(1, jute.OpCreate, &jute.CreateRequest{Path: p, ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}, Flags: jute.FlagEphemeral}); h.Err != jute.ErrOK {
+			t.Errorf("zk-a at %s: session %#x: create %s: %v", a, ses.ID, p, h.Err)
+		}
+	}
+	retry("zk-a active", func() (string, error) {
+		out, err := cellCmd(0, "show", "zk-a")
+		if err == nil && !strings.Contains(out, `"state" : "active"`) {
+			err = fmt.Errorf("not active yet")
+		}
+		return out, err
+	})
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/go-zookeeper/zk"
 
+	"github.com/zkraft/zkraft/internal/ackwrites"
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/linreg"
 	"github.com/zkraft/zkraft/internal/zktest"
@@ -360,27 +361,7 @@ func TestFleetOfCells(t *testing.T) {
 			}
 		}
 	}()
-	var moved []string
-	stopWrites := make(chan struct{})
-	wrote := make(chan struct{})
-	go func() {
-		defer close(wrote)
-		for i := 0; i < 100000; i++ {
-			select {
-			case <-stopWrites:
-				return
-			default:
-			}
-			p := fmt.Sprintf("/moving/n%06d", i)
-			if _, err := mover.Create(p, nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
-				time.Sleep(50 * time.Millisecond)
-				continue
-			}
-			mu.Lock()
-			moved = append(moved, p)
-			mu.Unlock()
-		}
-	}()
+	writes := ackwrites.Start(mover, "/moving", 50*time.Millisecond)
 	moveReg := startRegLoad(t, g.name, "move", append(append([]string(nil), g.addrs...), fmt.Sprintf("%s:%d", members[1].ip, g.port)), clk)
 	movedAt := clk.Now()
 	if out, err := cellCmd(members[3], "move", "gamma", "--voters", "2,4,5"); err != nil {
@@ -398,23 +379,8 @@ func TestFleetOfCells(t *testing.T) {
 		time.Sleep(500 * time.Millisecond)
 	}
 	waitServing(t, fmt.Sprintf("%s:%d", members[1].ip, g.port), 60*time.Second)
-	mu.Lock()
-	n := len(moved)
-	mu.Unlock()
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		mu.Lock()
-		more := len(moved) - n
-		mu.Unlock()
-		if more >= 50 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("only %d writes acknowledged after the move", more)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	close(stopWrites)
-	<-wrote
+	writes.WaitMore(t, 50, 60*time.Second)
+	moved := writes.Stop()
 	moveReg.finish(t)
 	if n := moveReg.answeredAfter(movedAt); n < 10 {
 		t.Errorf("cell gamma: only %d register operations answered during and after the move", n)

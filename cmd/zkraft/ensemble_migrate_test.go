@@ -65,9 +65,17 @@ type zkraftProc struct {
 
 func startZkraftProc(t *testing.T, logPath string, args ...string) *zkraftProc {
 	t.Helper()
+	return startProcEnv(t, logPath, os.O_APPEND, os.Environ(), args...)
+}
+
+// startProcEnv runs the test binary as main with args and env, its output
+// appended to logPath (mode os.O_APPEND) or replacing it (os.O_TRUNC), in
+// a process group of its own; the test's end kills it.
+func startProcEnv(t *testing.T, logPath string, mode int, env []string, args ...string) *zkraftProc {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), runMainEnv+"=1")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	cmd.Env = append(env, runMainEnv+"=1")
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|mode, 0o644)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -241,7 +241,7 @@ const usageServe = `usage: zkraft [serve] [flags]    run a member (the default c
        zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
        zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
        zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
-       zkraft cell SUBCOMMAND    list, show, create, limits, delete or purge the fleet's cells
+       zkraft cell SUBCOMMAND    list, show, create, release, limits, move, delete or purge the fleet's cells
        zkraft proxy [flags]      a proxy in front of members' --proxy-port (docs/proxy.md)
        zkraft version            print the version
 

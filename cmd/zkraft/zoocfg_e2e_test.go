@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -24,33 +23,16 @@ import (
 // waits until it serves on client.
 func startServe(t *testing.T, dir, client string, args ...string) *zkraftProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], append([]string{"serve"}, args...)...)
+	var env []string
 	for _, kv := range os.Environ() {
 		switch k, _, _ := strings.Cut(kv, "="); k {
 		case "SERVER_JVMFLAGS", "JVMFLAGS", "ZOOCFGDIR", "ZOO_DATADIR_AUTOCREATE_DISABLE":
 		default:
-			cmd.Env = append(cmd.Env, kv)
+			env = append(env, kv)
 		}
 	}
-	cmd.Env = append(cmd.Env, runMainEnv+"=1")
 	logPath := filepath.Join(dir, "serve.log")
-	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.Close()
-		t.Fatal(err)
-	}
-	p := &zkraftProc{cmd: cmd, done: make(chan struct{}), log: logPath}
-	go func() {
-		cmd.Wait()
-		f.Close()
-		close(p.done)
-	}()
-	t.Cleanup(func() { p.stop(syscall.SIGKILL) })
+	p := startProcEnv(t, logPath, os.O_TRUNC, env, append([]string{"serve"}, args...)...)
 	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
 		if p.exited() {
 			t.Fatalf("zkraft exited:\n%s", tail(logPath, 20))

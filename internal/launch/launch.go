@@ -26,7 +26,6 @@
 package launch
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -45,6 +44,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/internal/logtail"
 )
 
 // System names a server implementation.
@@ -414,28 +414,7 @@ func (m *Member) exitError() error {
 }
 
 // LogTail returns the last n lines of the member's logs.
-func (m *Member) LogTail(n int) string {
-	var lines []string
-	for _, name := range []string{"stdout.log", "server.log"} {
-		f, err := os.Open(filepath.Join(m.Dir, name))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 64<<10), 1<<20)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-			if len(lines) > 4*n {
-				lines = lines[len(lines)-n:]
-			}
-		}
-		f.Close()
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (m *Member) LogTail(n int) string { return logtail.Tail(m.Dir, n, "stdout.log", "server.log") }
 
 // Addrs are the members' client addresses, in member order.
 func (e *Ensemble) Addrs() []string {

@@ -53,15 +53,19 @@ var rules = []rule{
 		why: "znode's rules are pure functions over a small store interface"},
 	{pkg: "session", zk: []string{"jute"}, stdOnly: true, noSockets: true, noRaft: true,
 		why: "session knows ids, timeouts and expiry, not the tree, Raft or sockets"},
-	{pkg: "raftsm", zk: []string{"jute", "znode", "session"}, noSockets: true,
+	{pkg: "raftsm", zk: []string{"jute", "znode", "session"}, testZK: []string{"internal/smtest"}, noSockets: true,
 		why: "raftsm is the state machine under the server; it knows no sockets"},
-	{pkg: "fleet", zk: []string{"jute"}, testZK: []string{"internal/freeport"}, noSockets: true,
+	{pkg: "fleet", zk: []string{"jute"}, testZK: []string{"internal/freeport", "internal/smtest"}, noSockets: true,
 		why: "fleet is the system shard's state machine (the cell map) under the server; it knows no sockets"},
 	// internal/storecheck, which checks a data directory's files with
 	// Pebble alone before Dragonboat opens them, is coming with the
 	// damaged-files work; the server calls it.
 	{pkg: "proxy/wire", zk: []string{"jute"}, stdOnly: true, noSockets: true, noRaft: true,
 		why: "proxy/wire is the upstream protocol's codec, shared by the member and the proxy"},
+	// Authentication as ZooKeeper's providers do it: credentials in, ids
+	// out, no connection.
+	{pkg: "auth", zk: []string{"jute", "znode"}, noSockets: true, noRaft: true,
+		why: "auth turns credentials into ids; it knows no connection, socket, Raft or store"},
 	// The operator surfaces (four-letter words, AdminServer, mntr and
 	// Prometheus figures) over a Member interface: the server implements
 	// it, and so can the proxy, so it must pull in neither.
@@ -69,7 +73,7 @@ var rules = []rule{
 		why: "operator reaches a member only through its Member and Host interfaces; the server and the proxy implement them"},
 	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire", "operator"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
 		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
-	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "console", "operator", "proxy/wire"},
+	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "auth", "console", "operator", "proxy/wire"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,
 		why: "the server stands on raftsm, fleet, znode, session and jute; cmd/zkraft wires the rest in; " +
 			"it reaches the store only through raftsm (its views, figures and checks)"},
@@ -90,7 +94,7 @@ var rules = []rule{
 	{pkg: "faulttest", testZK: []string{"internal/..."}, noRaft: true,
 		why: "the fault tests drive member processes, not packages"},
 	{pkg: "cmd/...", zk: []string{"..."}},
-	{pkg: "internal/zktest", zk: []string{"internal/freeport"},
+	{pkg: "internal/zktest", zk: []string{"internal/freeport", "internal/logtail"},
 		why: "the real-ZooKeeper harness reports what ZooKeeper does, untouched by zkraft's code"},
 	{pkg: "internal/...", zk: []string{"..."}},
 	{pkg: "scripts/...", zk: []string{"..."}},
@@ -220,6 +224,9 @@ func TestCheckRefuses(t *testing.T) {
 		{one("operator", "figures.go", false, m+"/raftsm"), "operator imports example.com/zk/raftsm"},
 		{one("operator", "figures.go", false, "github.com/cockroachdb/pebble"), "no Dragonboat or Pebble"},
 		{one("proxy", "ops.go", false, m+"/operator"), ""},
+		{one("auth", "provider.go", false, m+"/jute", m+"/znode", "crypto/md5", "encoding/asn1"), ""},
+		{one("auth", "provider.go", false, "net/http"), "auth imports net/http: no sockets"},
+		{one("auth", "provider.go", false, m+"/server"), "auth imports example.com/zk/server"},
 		{one("server", "operator.go", false, m+"/operator"), ""},
 		{one("gateway", "gateway.go", false, m+"/server"), "gateway has no row in the table"},
 	} {

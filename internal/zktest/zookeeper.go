@@ -1,7 +1,6 @@
 package zktest
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +16,7 @@ import (
 	"github.com/go-zookeeper/zk"
 
 	"github.com/zkraft/zkraft/internal/freeport"
+	"github.com/zkraft/zkraft/internal/logtail"
 )
 
 // Jar is the Apache ZooKeeper 3.8 jar of the Debian package.
@@ -202,25 +202,7 @@ func (s *Server) Kill() {
 }
 
 // Log returns the last n lines of the server's log.
-func (s *Server) Log(n int) string {
-	var lines []string
-	for _, name := range []string{"stdout.log", "zookeeper.log"} {
-		f, err := os.Open(filepath.Join(s.dir, name))
-		if err != nil {
-			continue
-		}
-		sc := bufio.NewScanner(f)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-	}
-	if len(lines) > n {
-		lines = lines[len(lines)-n:]
-	}
-	return strings.Join(lines, "\n")
-}
+func (s *Server) Log(n int) string { return logtail.Tail(s.dir, n, "stdout.log", "zookeeper.log") }
 
 // LogContains reports whether the server's log has a line containing s.
 func (s *Server) LogContains(sub string) bool {

@@ -39,12 +39,19 @@ import (
 
 // loadSession is one session of a load process.
 type loadSession struct {
-	l       *loadProc
-	wmu     sync.Mutex // serializes writes to nc; guards nc's replacement
-	nc      net.Conn
-	at      int // index of the address it is connected to
-	resp    *jute.ConnectResponse
-	watchOK atomic.Bool
+	l    *loadProc
+	wmu  sync.Mutex // serializes writes to nc; guards nc's replacement
+	nc   net.Conn
+	at   int // index of the address it is connected to
+	resp *jute.ConnectResponse
+	// lastZxid is the highest zxid the session has seen (run only): a
+	// reconnect carries it, and so does a setWatches.
+	lastZxid int64
+	// wantWatch: the watch command came; watchOK: a getData watch was
+	// answered; acked: the watch command's wait was told (once).
+	wantWatch atomic.Bool
+	watchOK   atomic.Bool
+	acked     sync.Once
 	// notified is the Unix time in ns the watch's notification came, 0
 	// before.
 	notified atomic.Int64
@@ -57,6 +64,7 @@ type loadProc struct {
 	moved    atomic.Int64
 	stopped  atomic.Bool
 	watchAck sync.WaitGroup
+	path     string // the watch command's path, set before any wantWatch
 
 	mu       sync.Mutex
 	sessions []*loadSession
@@ -118,19 +126,24 @@ func runLoad(addrs []string, n int, timeout time.Duration) {
 	fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
 }
 
-// watch sends every session's getData watch and waits for the replies.
+// watchXid is the xid of the watch's getData.
+const watchXid = 1
+
+// watch sends every session's getData watch and waits for the replies. A
+// session whose connection fails before its reply sends it again after it
+// reconnects, as a client retries after a connection loss; one that
+// reconnects after its reply re-sets its watch with setWatches, as a
+// client does.
 func (l *loadProc) watch(path string) int {
-	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpGetData}, &jute.GetDataRequest{Path: path, Watch: true})
+	l.path = path
 	l.mu.Lock()
 	ss := slices.Clone(l.sessions)
 	l.mu.Unlock()
+	l.watchAck.Add(len(ss))
 	for _, s := range ss {
-		l.watchAck.Add(1)
+		s.wantWatch.Store(true)
 		s.wmu.Lock()
-		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		if _, err := s.nc.Write(req); err != nil {
-			l.watchAck.Done() // no reply will come; the session reconnects
-		}
+		s.sendWatch()
 		s.wmu.Unlock()
 	}
 	done := make(chan struct{})
@@ -183,6 +196,30 @@ func (l *loadProc) report(at int64) {
 	fmt.Printf("lat %s\n", strings.Join(lat, " "))
 }
 
+// sendWatch writes the getData watch; the caller holds wmu. A failed write
+// is retried after the reconnect it leads to.
+func (s *loadSession) sendWatch() {
+	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: watchXid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: s.l.path, Watch: true})
+	s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+	s.nc.Write(req)
+}
+
+// rewatch, after a reconnect (wmu held), sends the watch again if it was
+// never answered, or re-sets it with setWatches from the last zxid seen if
+// it was and has not fired (the member fires what changed meanwhile).
+func (s *loadSession) rewatch() {
+	switch {
+	case !s.wantWatch.Load() || s.notified.Load() != 0:
+	case !s.watchOK.Load():
+		s.sendWatch()
+	default:
+		req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidSetWatches, Type: jute.OpSetWatches},
+			&jute.SetWatches{RelativeZxid: s.lastZxid, DataWatches: []string{s.l.path}})
+		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		s.nc.Write(req)
+	}
+}
+
 // run reads the session's frames, pings when it has been quiet for a third
 // of its timeout, and reconnects elsewhere with its id and password (as a
 // client does when its server dies) when the connection fails or a ping
@@ -228,16 +265,19 @@ func (s *loadSession) run() {
 			continue
 		}
 		xid := int32(binary.BigEndian.Uint32(body))
+		if z := int64(binary.BigEndian.Uint64(body[4:])); z > s.lastZxid {
+			s.lastZxid = z
+		}
 		switch xid {
 		case jute.XidPing:
 			pingSent = time.Time{}
 		case jute.XidNotification:
 			s.notified.CompareAndSwap(0, time.Now().UnixNano())
-		case 1: // the watch's getData
+		case watchXid:
 			if binary.BigEndian.Uint32(body[12:]) == 0 {
 				s.watchOK.Store(true)
 			}
-			s.l.watchAck.Done()
+			s.acked.Do(s.l.watchAck.Done)
 		}
 	}
 }
@@ -256,11 +296,12 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 			return false
 		}
 		at := (s.at + try) % len(addrs)
-		c, r, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: s.resp.TimeOut, SessionID: s.resp.SessionID, Passwd: s.resp.Passwd})
+		c, r, err := handshake(addrs[at], &jute.ConnectRequest{LastZxidSeen: s.lastZxid, TimeOut: s.resp.TimeOut, SessionID: s.resp.SessionID, Passwd: s.resp.Passwd})
 		switch {
 		case err == nil && r.SessionID == s.resp.SessionID:
 			s.nc, s.at = c, at
 			s.l.moved.Add(1)
+			s.rewatch()
 			return true
 		case err == nil:
 			c.Close()

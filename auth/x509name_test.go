@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"bufio"
@@ -6,25 +6,17 @@ import (
 	"crypto/ecdsa"
 	"crypto/elliptic"
 	"crypto/rand"
-	"crypto/tls"
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/asn1"
-	"encoding/binary"
 	"encoding/hex"
 	"fmt"
-	"io"
 	"math/big"
 	mrand "math/rand/v2"
-	"net"
 	"os/exec"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/go-zookeeper/zk"
-
-	"github.com/zkraft/zkraft/jute"
 )
 
 // DER building blocks for certificate subjects, so that a test controls
@@ -183,24 +175,12 @@ var x509NameCases = []struct {
 		one(oidOU, tagInteger, "\x05")),
 		false, "OU=#020105,O=#1c0400000075,CN=general"},
 	{"empty subject", derName(), true, ""},
-	{"TestX509IDOverTLS's client", derName(
+	{"a client: email, a multi-valued RDN, an escaped comma", derName(
 		one(oidC, tagPrintable, "DE"),
 		one(oidO, tagUTF8, "Acme, Inc."),
 		[]atv{{oidCN, tagUTF8, "Zoë"}, {oidUID, tagUTF8, "z1"}},
 		one(oidEmail, tagIA5, "zoe@example.com")),
 		true, `1.2.840.113549.1.9.1=#160f7a6f65406578616d706c652e636f6d,CN=Zoë+UID=z1,O=Acme\, Inc.,C=DE`},
-}
-
-// x509Case returns the case of x509NameCases with this name.
-func x509Case(t *testing.T, name string) (der []byte, want string) {
-	t.Helper()
-	for _, tc := range x509NameCases {
-		if tc.name == name {
-			return tc.der, tc.want
-		}
-	}
-	t.Fatalf("no x509 name case %q", name)
-	return nil, ""
 }
 
 // issueWithSubject makes a certificate whose subject is the given DER Name,
@@ -258,7 +238,7 @@ func TestX509ID(t *testing.T) {
 		if tc.cert {
 			raw = issueWithSubject(t, tc.der).RawSubject
 		}
-		got, err := x509ID(raw)
+		got, err := X509ID(raw)
 		if err != nil {
 			t.Errorf("%s: %v", tc.name, err)
 			continue
@@ -273,14 +253,14 @@ func TestX509ID(t *testing.T) {
 	if s := cert.Subject.String(); s == x509NameCases[4].want {
 		t.Errorf("pkix.Name.String() %q agrees with Java; the case no longer shows the difference", s)
 	}
-	if _, err := x509ID([]byte{0x30, 0x03, 0x31, 0x01}); err == nil {
+	if _, err := X509ID([]byte{0x30, 0x03, 0x31, 0x01}); err == nil {
 		t.Error("a truncated subject was accepted")
 	}
 }
 
 // TestX509IDMatchesJava runs the JDK's X500Principal on the same DER
 // (testdata/X500Name.java) when java is installed: the expected strings of
-// x509NameCases are the JDK's, and x509ID agrees with it on 2000 names of
+// x509NameCases are the JDK's, and X509ID agrees with it on 2000 names of
 // random bytes too.
 func TestX509IDMatchesJava(t *testing.T) {
 	java, err := exec.LookPath("java")
@@ -341,8 +321,8 @@ func TestX509IDMatchesJava(t *testing.T) {
 		if !ok {
 			continue
 		}
-		if got, err := x509ID(der); err != nil || got != want {
-			t.Errorf("name % x: x509ID %q (%v), Java prints %q", der, got, err, want)
+		if got, err := X509ID(der); err != nil || got != want {
+			t.Errorf("name % x: X509ID %q (%v), Java prints %q", der, got, err, want)
 		}
 	}
 }
@@ -363,120 +343,4 @@ func randomT61Names(n int) [][]byte {
 		out[i] = derName(one(oidCN, tagT61, string(v)))
 	}
 	return out
-}
-
-// issueClient makes a client certificate with the given DER subject,
-// issued by the PKI's CA.
-func (p *testPKI) issueClient(t *testing.T, subject []byte) tls.Certificate {
-	t.Helper()
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(9), RawSubject: subject,
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		KeyUsage:    x509.KeyUsageDigitalSignature,
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, p.ca, &key.PublicKey, p.caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return tls.Certificate{Certificate: [][]byte{der}, PrivateKey: key}
-}
-
-// whoAmITLS opens a session over TLS with cfg and returns what whoAmI
-// answers.
-func whoAmITLS(t *testing.T, addr string, cfg *tls.Config) []jute.ClientInfo {
-	t.Helper()
-	nc, err := tls.DialWithDialer(&net.Dialer{Timeout: 5 * time.Second}, "tcp", addr, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(10 * time.Second))
-	readFrame := func() *jute.Reader {
-		var n [4]byte
-		if _, err := io.ReadFull(nc, n[:]); err != nil {
-			t.Fatal(err)
-		}
-		b := make([]byte, binary.BigEndian.Uint32(n[:]))
-		if _, err := io.ReadFull(nc, b); err != nil {
-			t.Fatal(err)
-		}
-		return jute.NewReader(b)
-	}
-	if _, err := nc.Write(jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)})); err != nil {
-		t.Fatal(err)
-	}
-	var cr jute.ConnectResponse
-	cr.Decode(readFrame())
-	if cr.SessionID == 0 {
-		t.Fatalf("connect: %+v", cr)
-	}
-	if _, err := nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpWhoAmI})); err != nil {
-		t.Fatal(err)
-	}
-	r := readFrame()
-	var hdr jute.ReplyHeader
-	var resp jute.WhoAmIResponse
-	hdr.Decode(r)
-	resp.Decode(r)
-	if r.Err() != nil || hdr.Xid != 1 || hdr.Err != jute.ErrOK {
-		t.Fatalf("whoAmI: %+v %v", hdr, r.Err())
-	}
-	nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 2, Type: jute.OpCloseSession}))
-	return resp.ClientInfo
-}
-
-// TestX509IDOverTLS: a client certificate's x509 id is Java's form of its
-// subject in whoAmI and in ACL checks, and the id Go's pkix.Name.String()
-// would make grants nothing.
-func TestX509IDOverTLS(t *testing.T) {
-	pki := newTestPKI(t)
-	s := startStandalone(t, func(c *Config) {
-		c.TLS = TLSConfig{SecureClientAddr: "127.0.0.1:0", CertFile: pki.serverPEM, CAFile: pki.caFile}
-	})
-	saddr := s.SecureAddr().String()
-	subject, id := x509Case(t, "TestX509IDOverTLS's client")
-	zoe := pki.issueClient(t, subject)
-	cfg := &tls.Config{RootCAs: pki.pool, ServerName: "localhost", Certificates: []tls.Certificate{zoe}}
-
-	infos := whoAmITLS(t, saddr, cfg)
-	want := jute.ClientInfo{AuthScheme: "x509", User: id}
-	found := false
-	for _, ci := range infos {
-		found = found || ci == want
-	}
-	if !found {
-		t.Fatalf("whoAmI %+v, want an entry %+v", infos, want)
-	}
-
-	c := connectTLS(t, saddr, cfg)
-	if _, err := c.Create("/zoe", []byte("z"), 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: id}}); err != nil {
-		t.Fatal(err)
-	}
-	if data, _, err := c.Get("/zoe"); err != nil || string(data) != "z" {
-		t.Fatalf("get /zoe as %s: %q %v", id, data, err)
-	}
-	leaf, err := x509.ParseCertificate(zoe.Certificate[0])
-	if err != nil {
-		t.Fatal(err)
-	}
-	goForm := leaf.Subject.String()
-	if goForm == id {
-		t.Fatalf("pkix.Name.String() %q is Java's form: the case shows nothing", goForm)
-	}
-	if _, err := c.Create("/goform", nil, 0, []zk.ACL{{Perms: zk.PermAll, Scheme: "x509", ID: goForm}}); err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.Get("/goform"); err != zk.ErrNoAuth {
-		t.Errorf("get /goform (ACL x509:%s): %v, want NOAUTH", goForm, err)
-	}
-	// Another certificate is another id.
-	alice := connectTLS(t, saddr, pki.clientConfig(true))
-	if _, _, err := alice.Get("/zoe"); err != zk.ErrNoAuth {
-		t.Errorf("alice reads /zoe: %v, want NOAUTH", err)
-	}
 }

@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"crypto/md5"
@@ -27,8 +27,10 @@ var (
 	errDigestComplete    = errors.New("DIGEST-MD5: authentication already complete")
 )
 
-// digestMD5 is one server-side exchange.
-type digestMD5 struct {
+// DigestMD5 is one server-side exchange, for one connection: Next with
+// each of the client's tokens until Complete, then User is who it
+// authenticated. Not safe for concurrent use.
+type DigestMD5 struct {
 	users    map[string]string // user -> password
 	step     int
 	nonce    string
@@ -36,12 +38,21 @@ type digestMD5 struct {
 	authzID  string
 }
 
-func newDigestMD5(users map[string]string) *digestMD5 {
-	return &digestMD5{users: users}
+// NewDigestMD5 starts an exchange that authenticates the users (user ->
+// password; LoadSASLUsers reads them).
+func NewDigestMD5(users map[string]string) *DigestMD5 {
+	return &DigestMD5{users: users}
 }
 
-// next evaluates the client's token and returns the server's.
-func (d *digestMD5) next(token []byte) ([]byte, error) {
+// Complete reports whether the exchange has authenticated its user.
+func (d *DigestMD5) Complete() bool { return d.complete }
+
+// User is the user the completed exchange authenticated.
+func (d *DigestMD5) User() string { return d.authzID }
+
+// Next evaluates the client's token and returns the server's. An error
+// ends the exchange: the client failed to authenticate.
+func (d *DigestMD5) Next(token []byte) ([]byte, error) {
 	switch d.step {
 	case 0:
 		// The client has no initial response: send the challenge.
@@ -60,7 +71,7 @@ func (d *digestMD5) next(token []byte) ([]byte, error) {
 	return nil, errDigestComplete
 }
 
-func (d *digestMD5) verify(token []byte) ([]byte, error) {
+func (d *DigestMD5) verify(token []byte) ([]byte, error) {
 	f, err := parseDigestDirectives(string(token))
 	if err != nil {
 		return nil, err
@@ -168,4 +179,24 @@ func parseDigestDirectives(s string) (map[string]string, error) {
 		out[name] = val.String()
 	}
 	return out, nil
+}
+
+// DigestMD5Response is the client's side of the exchange (as Java's
+// DigestMD5Client for protocol "zookeeper"): given the server's challenge,
+// the response token for user and password with the client nonce cnonce,
+// and the rspauth the server must answer with if it knows the password.
+func DigestMD5Response(challenge []byte, user, password, cnonce string) (token []byte, rspauth string, err error) {
+	f, err := parseDigestDirectives(string(challenge))
+	if err != nil {
+		return nil, "", err
+	}
+	if f["algorithm"] != "md5-sess" || f["qop"] != "auth" || f["nonce"] == "" {
+		return nil, "", fmt.Errorf("%w: challenge %q", errDigestBadResponse, challenge)
+	}
+	const nc, uri = "00000001", saslProtocol + "/" + saslServerName
+	realm, nonce := f["realm"], f["nonce"]
+	resp := digestResponse(user, realm, password, nonce, cnonce, nc, "auth", uri, "", "AUTHENTICATE")
+	tok := `charset=utf-8,username="` + user + `",realm="` + realm + `",nonce="` + nonce + `",nc=` + nc +
+		`,cnonce="` + cnonce + `",digest-uri="` + uri + `",maxbuf=65536,response=` + resp + `,qop=auth`
+	return []byte(tok), "rspauth=" + digestResponse(user, realm, password, nonce, cnonce, nc, "auth", uri, "", ""), nil
 }

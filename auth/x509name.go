@@ -1,4 +1,4 @@
-package server
+package auth
 
 import (
 	"encoding/asn1"
@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// x509ID is the id ZooKeeper's X509AuthenticationProvider gives a client
+// X509ID is the id ZooKeeper's X509AuthenticationProvider gives a client
 // certificate: getSubjectX500Principal().getName(), which is Java's
 // X500Principal RFC 2253 form. ACLs written on ZooKeeper for a certificate
 // hold this string, and x509 ids match by string equality, so it must be
@@ -30,14 +30,14 @@ import (
 //     U+FFFD, see javaUTF8), with each of , = + < > # ; " and \ escaped by
 //     a backslash, a NUL as \00, and a backslash before each leading and
 //     trailing space or CR.
-func x509ID(rawSubject []byte) (string, error) {
+func X509ID(rawSubject []byte) (string, error) {
 	var name []rdnSET
 	rest, err := asn1.Unmarshal(rawSubject, &name)
 	if err != nil {
 		return "", err
 	}
 	if len(rest) != 0 {
-		return "", errors.New("server: trailing bytes after the certificate subject")
+		return "", errors.New("auth: trailing bytes after the certificate subject")
 	}
 	var b strings.Builder
 	for i := len(name) - 1; i >= 0; i-- {

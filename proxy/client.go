@@ -47,8 +47,10 @@ type client struct {
 	connected bool         // the ConnectResponse came (upstream reader only)
 	heard     atomic.Int64 // Unix ns of the client's last packet (dump's expiry)
 	// evq holds notifications while requests are outstanding (held,
-	// watches.go); upstream reader only.
-	evq []heldNote
+	// watches.go); upstream reader only. holding says it is not empty,
+	// for the client's reader (a ping's answer).
+	evq     []heldNote
+	holding atomic.Bool
 
 	// subs, swDropped and evSeq are the client's part of the upstream
 	// connection's shared watches, guarded by its sharedWatches.mu: the
@@ -220,7 +222,16 @@ func (c *client) readLoop() error {
 			c.p.alive.Record(id)
 		}
 		if hdr.Type == jute.OpPing {
-			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: max(c.zxid.Load(), c.up.zxid.Load())}
+			// The connection's zxid, as a member answers its last applied
+			// one; but only the client's own while notifications are held
+			// for it: a client whose lastZxidSeen passed a change whose
+			// notification it has not had would not have it fired by
+			// setWatches after a reconnect.
+			z := c.zxid.Load()
+			if !c.holding.Load() {
+				z = max(z, c.up.zxid.Load())
+			}
+			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: z}
 			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
 			c.queue(jute.AppendFrame(nil, &h))
 			continue
@@ -315,6 +326,7 @@ func (c *client) held(zxid int64, frame []byte) {
 		return
 	}
 	c.evq = append(c.evq, heldNote{zxid, frame})
+	c.holding.Store(true)
 }
 
 // release queues the held notifications of a zxid at or below upTo (all
@@ -332,6 +344,7 @@ func (c *client) release(upTo int64, all bool) {
 	c.evq = kept
 	if len(c.evq) == 0 {
 		c.evq = nil
+		c.holding.Store(false)
 	}
 }
 
@@ -370,10 +383,19 @@ func (c *client) fromUpstream(body []byte) {
 	if h.Zxid > 0 {
 		c.up.seen(h.Zxid)
 	}
-	if h.Xid == jute.XidNotification || h.Xid == jute.XidResumableEvents {
-		// The channel's own notifications (setWatches' catch-up, a
-		// version 1 connection's watches) keep their place among held ones.
+	switch {
+	case h.Xid == jute.XidNotification && c.up.sw != nil:
+		// The channel's own notifications (setWatches' catch-up) keep
+		// their place among the held shared ones.
 		c.held(h.Zxid, frameOf(body))
+		return
+	case h.Xid == jute.XidNotification || h.Xid == jute.XidResumableEvents:
+		// Version 1's watches, and resumable watches' events, are the
+		// channel's own, in the member's order.
+		if h.Zxid > c.zxid.Load() {
+			c.zxid.Store(h.Zxid)
+		}
+		c.queue(frameOf(body))
 		return
 	}
 	f, left, ok := c.answered()

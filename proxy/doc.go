@@ -14,6 +14,11 @@
 // upstream, and calls Close, which closes every connection and waits for
 // every goroutine New started.
 //
+// With protocol version 2 identical watches of its sessions are one
+// watch on the member, fanned out here with ZooKeeper's guarantees per
+// session (watches.go, docs/proxy.md).
+//
 // Lock order: Proxy.mu, then upConn.mu, then client.fl, then client.out;
-// upConn.out is taken alone.
+// sharedWatches.mu (watches.go) is taken alone or before upConn.out (an
+// Unwatch is queued under it); upConn.out is otherwise taken alone.
 package proxy

@@ -397,8 +397,8 @@ func (sw *sharedWatches) dropClient(c *client) {
 	c.subs = nil
 }
 
-// counts is what the proxy holds: shared watches upstream, and session
-// watches fanned out from them.
+// counts is what the connection holds: shared watches registered on the
+// member, and sessions' entries in their fan-out lists.
 func (sw *sharedWatches) counts() (upstream, local int) {
 	sw.mu.Lock()
 	defer sw.mu.Unlock()

@@ -46,7 +46,9 @@
 // fleetMember.mu (fleet.go: the cells hosted here) comes before every lock
 // of a cell (2 to 5) and Server.mu. The proxy tier's upstream connections
 // (upstream.go): upstreams.mu, then an upstream's locks, never the other
-// way.
+// way; a proxy's shared watch (version 2) is fired under registry.mu (3),
+// which then takes the upstream's mu (its channels' auth, for the Event's
+// denied list) and its outbox's lock.
 //
 // Leaves, under which nothing else is taken: outstandingLimit.mu (taken
 // with no other lock held, limits.go), cell.servingMu, connStats.mu (then

@@ -199,3 +199,45 @@ func readFrameBody(br *bufio.Reader) ([]byte, error) {
 	_, err := io.ReadFull(br, b)
 	return b, err
 }
+
+// TestIdleChannelsPark: idle channels of a proxy cost the member no
+// goroutine: after n sessions are opened over one upstream connection
+// the member runs about as many goroutines as before; a request on a
+// parked channel is answered (its reader starts again) and a parked
+// channel that the proxy closes is finished (its conn leaves the table).
+func TestIdleChannelsPark(t *testing.T) {
+	const n = 100
+	s := startStandalone(t, func(c *Config) { c.ProxyAddr = "127.0.0.1:0" })
+	u := dialUpstreamV2(t, s)
+	base := s.routines.count()
+	for ch := int64(1); ch <= n; ch++ {
+		u.open(ch)
+	}
+	settled := func(want func(int64) bool) int64 {
+		var g int64
+		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+			if g = s.routines.count(); want(g) {
+				break
+			}
+		}
+		return g
+	}
+	// A processor lingers a second after the handshake's last request.
+	if g := settled(func(g int64) bool { return g < base+n/4 }); g >= base+n/4 {
+		t.Fatalf("%d goroutines for %d idle channels (%d before): readers do not park", g, n, base)
+	}
+	conns := s.connCount()
+	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpExists}, &jute.ExistsRequest{Path: "/"})[4:]
+	u.write(wire.AppendFrame(nil, wire.KindData, 7, req))
+	k, ch, p := u.read()
+	var h jute.ReplyHeader
+	if k != wire.KindData || ch != 7 || jute.Unmarshal(p, &h) != nil || h.Xid != 1 || h.Err != jute.ErrOK {
+		t.Fatalf("a parked channel's request: %v on %d, %+v", k, ch, h)
+	}
+	u.write(wire.AppendFrame(nil, wire.KindClose, 9))
+	for deadline := time.Now().Add(20 * time.Second); s.connCount() != conns-1; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("a parked channel closed by the proxy: %d conns, want %d", s.connCount(), conns-1)
+		}
+	}
+}

@@ -38,6 +38,7 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		fourLW     = fs.String("4lw", "", "comma-separated four-letter words the proxy answers, * for all (default srvr; 4lw.commands.whitelist)")
 		adminAddr  = fs.String("admin-addr", "", "serve the AdminServer's /commands about the proxy on this address (default: none)")
 		metrics    = fs.String("metrics-addr", "", "serve Prometheus /metrics about the proxy on this address (default: none)")
+		upVersion  = fs.Int("upstream-version", 0, "newest upstream protocol version to speak (0: this build's newest; 1: no shared watches)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return proxy.Config{}, err
@@ -58,6 +59,7 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		MaxBuffer:         *maxBuffer,
 		AdminAddr:         *adminAddr,
 		MetricsAddr:       *metrics,
+		UpstreamVersion:   int32(*upVersion),
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	for _, w := range strings.Split(*fourLW, ",") {

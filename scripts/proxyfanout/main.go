@@ -21,9 +21,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"log"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,11 +30,12 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/zkraft/zkraft/bench"
+	"github.com/zkraft/zkraft/internal/fourlw"
 	"github.com/zkraft/zkraft/internal/freeport"
+	xproc "github.com/zkraft/zkraft/internal/proc"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -55,75 +54,12 @@ func main() {
 	}
 }
 
-type proc struct{ cmd *exec.Cmd }
-
-func start(logPath string, args ...string) (*proc, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &proc{cmd}, nil
-}
-
-func (p *proc) stop() {
-	p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		p.cmd.Process.Kill()
-		<-done
-	}
-}
-
-func waitPort(addr string, d time.Duration) error {
-	for deadline := time.Now().Add(d); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			nc.Close()
-			return nil
-		}
-	}
-	return fmt.Errorf("%s not listening after %v", addr, d)
-}
+// proc is a child process (internal/proc).
+type proc = xproc.Proc
 
 func fourLetter(addr, word string) string {
-	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return ""
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	nc.Write([]byte(word))
-	b, _ := io.ReadAll(nc)
-	return string(b)
-}
-
-// cpuTicks is a process's user and system time in clock ticks (1/100 s).
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	s, _ := fourlw.Ask(addr, word, 5*time.Second)
+	return s
 }
 
 func port() int {
@@ -156,13 +92,13 @@ func run(sessions, proxies, rounds int, wait time.Duration, bin string) error {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	member, err := start(filepath.Join(dir, "member.log"), bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(proxyPort))
+	member, err := xproc.Start("", filepath.Join(dir, "member.log"), bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(proxyPort))
 	if err != nil {
 		return err
 	}
-	defer member.stop()
+	defer member.Stop()
 	client := fmt.Sprintf("127.0.0.1:%d", clientPort)
-	if err := waitPort(client, 60*time.Second); err != nil {
+	if err := xproc.WaitPort(client, 60*time.Second); err != nil {
 		return err
 	}
 	w, err := bench.Dial(client, bench.ConnOptions{SessionTimeout: 30 * time.Second})
@@ -174,7 +110,7 @@ func run(sessions, proxies, rounds int, wait time.Duration, bin string) error {
 	if err := w.Do(jute.OpCreate, &jute.CreateRequest{Path: "/fan", Data: []byte("0"), ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}}, &cr, 10*time.Second); err != nil {
 		return err
 	}
-	fmt.Printf("proxyfanout: %d sessions through %d proxies watch /fan on a standalone member; load average %s\n", sessions, proxies, loadavg())
+	fmt.Printf("proxyfanout: %d sessions through %d proxies watch /fan on a standalone member; load average %s\n", sessions, proxies, xproc.LoadAvg())
 	for r := range rounds {
 		order := []int{2, 1}
 		if r%2 == 1 {
@@ -194,12 +130,12 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	var ps []*proc
 	defer func() {
 		for _, p := range ps {
-			p.stop()
+			p.Stop()
 		}
 	}()
 	for i := range proxies {
 		addr := fmt.Sprintf("127.0.0.1:%d", port())
-		p, err := start(filepath.Join(dir, fmt.Sprintf("proxy%d-v%d.log", i, version)), bin, "proxy",
+		p, err := xproc.Start("", filepath.Join(dir, fmt.Sprintf("proxy%d-v%d.log", i, version)), bin, "proxy",
 			"--members", fmt.Sprintf("127.0.0.1:%d", proxyPort), "--client-addr", addr, "--log-level", "warn",
 			"--upstream-version", strconv.Itoa(version))
 		if err != nil {
@@ -209,7 +145,7 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 		addrs = append(addrs, addr)
 	}
 	for _, a := range addrs {
-		if err := waitPort(a, 30*time.Second); err != nil {
+		if err := xproc.WaitPort(a, 30*time.Second); err != nil {
 			return err
 		}
 	}
@@ -268,8 +204,8 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 		return fmt.Errorf("%d sessions failed to connect or set their watch", n)
 	}
 	wchs := strings.ReplaceAll(strings.TrimSpace(fourLetter(client, "wchs")), "\n", ", ")
-	pid := member.cmd.Process.Pid
-	c0 := cpuTicks(pid)
+	pid := member.Cmd.Process.Pid
+	c0 := xproc.CPUTicks(pid)
 	var sr jute.SetDataResponse
 	sent := time.Now()
 	if err := w.Do(jute.OpSetData, &jute.SetDataRequest{Path: "/fan", Data: []byte(strconv.FormatInt(sent.UnixNano(), 10)), Version: -1}, &sr, 10*time.Second); err != nil {
@@ -280,7 +216,7 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	for got.Load() < int64(sessions) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	c1 := cpuTicks(pid)
+	c1 := xproc.CPUTicks(pid)
 	time.Sleep(200 * time.Millisecond) // late duplicates, if any, are counted
 	// Latency from the acknowledgement; a notification that came before
 	// it counts as 0.
@@ -322,7 +258,7 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	}
 	fmt.Printf("  version %d: delivered %d (%d before the ack, counted 0), lost %d, p50 %v p99 %v max %v from the ack (write %v; from its sending p50 %v p99 %v); member CPU %d ms; member before: %s; load average %s\n",
 		version, delivered, early, lost, pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), maxLat.Round(time.Millisecond),
-		ack.Sub(sent).Round(time.Millisecond), sendPct(0.50), sendPct(0.99), (c1-c0)*10, wchs, loadavg())
+		ack.Sub(sent).Round(time.Millisecond), sendPct(0.50), sendPct(0.99), (c1-c0)*10, wchs, xproc.LoadAvg())
 	if delivered > int64(sessions) {
 		return errors.New("more notifications than sessions: a watch fired twice")
 	}

@@ -16,6 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	xproc "github.com/zkraft/zkraft/internal/proc"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -366,7 +367,7 @@ func startLoader(self string, addrs []string, n int, timeout time.Duration, logP
 	}
 	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String())
 	cmd.Stderr = f
-	cmd.SysProcAttr = orphanless()
+	cmd.SysProcAttr = xproc.Orphanless()
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		return nil, err
@@ -380,7 +381,7 @@ func startLoader(self string, addrs []string, n int, timeout time.Duration, logP
 	}
 	sc := bufio.NewScanner(stdout)
 	sc.Buffer(make([]byte, 64<<10), 16<<20) // a lat line holds one number per session
-	return &loader{proc: &proc{name: "load", cmd: cmd}, out: sc, stdin: stdin, n: n}, nil
+	return &loader{proc: &proc{Name: "load", Cmd: cmd}, out: sc, stdin: stdin, n: n}, nil
 }
 
 // line waits at most d for the next line starting with prefix, skipping
@@ -436,10 +437,10 @@ func (l *loader) finish() (lost, moved int) {
 	l.stdin.Close()
 	t, err := l.line("lost ", 60*time.Second)
 	if err != nil {
-		l.stop()
+		l.Stop()
 		return -1, -1
 	}
 	fmt.Sscanf(t, "lost %d moved %d", &lost, &moved)
-	l.cmd.Wait()
+	l.Cmd.Wait()
 	return lost, moved
 }

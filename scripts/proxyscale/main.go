@@ -30,17 +30,14 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
 	"io"
 	"log"
 	"net"
-	"os"
-	"os/exec"
-	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/zkraft/zkraft/internal/fourlw"
+	xproc "github.com/zkraft/zkraft/internal/proc"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -87,105 +84,12 @@ type cfg struct {
 	proxiedFirst, zk                        bool
 }
 
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-}
-
-func (p *proc) stop() {
-	if p.cmd.Process != nil {
-		p.cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { p.cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			p.cmd.Process.Kill()
-			<-done
-		}
-	}
-}
-
-func start(name, logPath string, args ...string) (*proc, error) {
-	f, err := os.Create(logPath)
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdout, cmd.Stderr = f, f
-	cmd.SysProcAttr = orphanless()
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	return &proc{name: name, cmd: cmd}, nil
-}
-
-// orphanless makes a child die with this process (the kernel sends it
-// SIGKILL when we exit, however we exit: an interrupted run leaves no
-// member, proxy or load process behind).
-func orphanless() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-}
-
-func waitPort(addr string, d time.Duration) error {
-	deadline := time.Now().Add(d)
-	for time.Now().Before(deadline) {
-		if nc, err := net.DialTimeout("tcp", addr, time.Second); err == nil {
-			nc.Close()
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return fmt.Errorf("nothing listens on %s after %v", addr, d)
-}
+// proc is a child process (internal/proc).
+type proc = xproc.Proc
 
 func fourLetter(addr, word string) string {
-	nc, err := net.DialTimeout("tcp", addr, 2*time.Second)
-	if err != nil {
-		return ""
-	}
-	defer nc.Close()
-	nc.SetDeadline(time.Now().Add(5 * time.Second))
-	nc.Write([]byte(word))
-	b, _ := io.ReadAll(nc)
-	return string(b)
-}
-
-// cpuTicks is a process's user and system time in clock ticks.
-func cpuTicks(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	s := string(b)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.ParseInt(f[11], 10, 64)
-	st, _ := strconv.ParseInt(f[12], 10, 64)
-	return u + st
-}
-
-// rssKB is a process's resident set in KiB.
-func rssKB(pid int) int64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if strings.HasPrefix(l, "VmRSS:") {
-			n, _ := strconv.ParseInt(strings.Fields(l)[1], 10, 64)
-			return n
-		}
-	}
-	return 0
-}
-
-func loadavg() string {
-	b, _ := os.ReadFile("/proc/loadavg")
-	f := strings.Fields(string(b))
-	if len(f) < 3 {
-		return "?"
-	}
-	return strings.Join(f[:3], " ")
+	s, _ := fourlw.Ask(addr, word, 5*time.Second)
+	return s
 }
 
 // handshake connects and sends req; the response, whose session id 0

@@ -17,6 +17,7 @@ import (
 
 	"github.com/zkraft/zkraft/internal/freeport"
 	"github.com/zkraft/zkraft/internal/launch"
+	xproc "github.com/zkraft/zkraft/internal/proc"
 )
 
 // watchPath is the znode every session of the scale phase watches.
@@ -36,8 +37,8 @@ type group struct {
 func (g group) rss() int64 {
 	var n int64
 	for _, p := range g.procs {
-		if p.cmd.ProcessState == nil { // still running
-			n += rssKB(p.cmd.Process.Pid)
+		if p.Cmd.ProcessState == nil { // still running
+			n += xproc.RSSKB(p.Cmd.Process.Pid)
 		}
 	}
 	return n
@@ -69,8 +70,8 @@ func (c *cfg) run() error {
 		return err
 	}
 	fmt.Printf("proxyscale: 3 members, %d proxies, %d load processes; %d sessions in the CPU windows, %d in the scale phase (timeout %v); load average %s\n",
-		c.proxies, c.loaders, c.cpuSessions, c.sessions, c.timeout, loadavg())
-	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v with no sessions   load average %s\n", "baseline", r.leaderCPU(c.idle), c.idle, loadavg())
+		c.proxies, c.loaders, c.cpuSessions, c.sessions, c.timeout, xproc.LoadAvg())
+	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v with no sessions   load average %s\n", "baseline", r.leaderCPU(c.idle), c.idle, xproc.LoadAvg())
 
 	if err := r.startProxies(); err != nil {
 		return err
@@ -97,7 +98,7 @@ func (c *cfg) run() error {
 	// Fresh proxies for the scale phase, so that their memory per session
 	// is not the CPU window's (a Go process's memory, once grown, stays).
 	for _, p := range r.pxs {
-		p.stop()
+		p.Stop()
 	}
 	r.pxs, r.pxAddrs = nil, nil
 	if err := r.startProxies(); err != nil {
@@ -114,10 +115,10 @@ func (c *cfg) run() error {
 
 func (r *run) stopAll() {
 	for _, p := range r.pxs {
-		p.stop()
+		p.Stop()
 	}
 	for _, m := range r.members {
-		m.stop()
+		m.Stop()
 	}
 }
 
@@ -158,14 +159,14 @@ func (r *run) startEnsemble() error {
 			filepath.Join(md, "data"), p.client, servers.String())
 		cfgPath := filepath.Join(md, "zoo.cfg")
 		os.WriteFile(cfgPath, []byte(cfg), 0o644)
-		pr, err := start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
+		pr, err := xproc.Start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
 		if err != nil {
 			return err
 		}
 		r.members = append(r.members, &member{proc: pr, client: fmt.Sprintf("127.0.0.1:%d", p.client), proxy: fmt.Sprintf("127.0.0.1:%d", p.proxy)})
 	}
 	for _, m := range r.members {
-		if err := waitPort(m.client, 60*time.Second); err != nil {
+		if err := xproc.WaitPort(m.client, 60*time.Second); err != nil {
 			return err
 		}
 	}
@@ -189,7 +190,7 @@ func (r *run) startProxies() error {
 	}
 	for i := range r.proxies {
 		a := fmt.Sprintf("127.0.0.1:%d", r.port())
-		p, err := start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
+		p, err := xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
 			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--log-level", "warn")
 		if err != nil {
 			return err
@@ -198,7 +199,7 @@ func (r *run) startProxies() error {
 		r.pxAddrs = append(r.pxAddrs, a)
 	}
 	for _, a := range r.pxAddrs {
-		if err := waitPort(a, 30*time.Second); err != nil {
+		if err := xproc.WaitPort(a, 30*time.Second); err != nil {
 			return err
 		}
 	}
@@ -208,10 +209,10 @@ func (r *run) startProxies() error {
 
 // leaderCPU is the leader's CPU over d, in percent of a core.
 func (r *run) leaderCPU(d time.Duration) float64 {
-	pid := r.leader.cmd.Process.Pid
-	c0, t0 := cpuTicks(pid), time.Now()
+	pid := r.leader.Cmd.Process.Pid
+	c0, t0 := xproc.CPUTicks(pid), time.Now()
 	time.Sleep(d)
-	return float64(cpuTicks(pid)-c0) / 100 / time.Since(t0).Seconds() * 100
+	return float64(xproc.CPUTicks(pid)-c0) / 100 / time.Since(t0).Seconds() * 100
 }
 
 // openLoad starts the load processes with n sessions spread over addrs and
@@ -243,7 +244,7 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 		opened, failed = opened+o, failed+f
 	}
 	el := time.Since(t0)
-	fmt.Printf("  %-9s %d sessions opened in %v (%.0f/s), %d handshakes failed   load average %s\n", name, opened, el.Round(100*time.Millisecond), float64(opened)/el.Seconds(), failed, loadavg())
+	fmt.Printf("  %-9s %d sessions opened in %v (%.0f/s), %d handshakes failed   load average %s\n", name, opened, el.Round(100*time.Millisecond), float64(opened)/el.Seconds(), failed, xproc.LoadAvg())
 	return ls, nil
 }
 
@@ -279,7 +280,7 @@ func (r *run) cpuWindow(name string, addrs []string, groups ...group) error {
 	time.Sleep(2 * time.Second) // the handshakes' proposals settle
 	cpu := r.leaderCPU(r.idle)
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v   RSS per idle session: %s   load average %s\n",
-		name, cpu, r.idle, perSession(groups, base, r.cpuSessions), loadavg())
+		name, cpu, r.idle, perSession(groups, base, r.cpuSessions), xproc.LoadAvg())
 	lost, moved := finishAll(ls)
 	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", name, lost, moved)
 	// The sessions were dropped, not closed: let them expire before the
@@ -310,7 +311,7 @@ func (r *run) scale(groups ...group) error {
 	ls, err := r.openLoad("scale", r.pxAddrs, r.sessions)
 	defer func() {
 		for _, l := range ls {
-			l.stop()
+			l.Stop()
 		}
 	}()
 	if err != nil {
@@ -320,7 +321,7 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s RSS per session: %s\n", "scale", perSession(groups, base, r.sessions))
 
 	// Hold, a minute at a time, counting the sessions lost.
-	t0, c0 := time.Now(), cpuTicks(r.leader.cmd.Process.Pid)
+	t0, c0 := time.Now(), xproc.CPUTicks(r.leader.Cmd.Process.Pid)
 	for time.Since(t0) < r.hold {
 		time.Sleep(min(time.Minute, r.hold-time.Since(t0)))
 		lost, moved := 0, 0
@@ -328,9 +329,9 @@ func (r *run) scale(groups ...group) error {
 			a, b := l.count()
 			lost, moved = lost+a, moved+b
 		}
-		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, loadavg())
+		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, xproc.LoadAvg())
 	}
-	cpu := float64(cpuTicks(r.leader.cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
+	cpu := float64(xproc.CPUTicks(r.leader.Cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over the hold with %d sessions through %d proxies\n", "scale", cpu, r.sessions, r.proxies)
 
 	// Every session watches one znode; one write.
@@ -391,13 +392,13 @@ func (r *run) scale(groups ...group) error {
 	ackLag := acked.Sub(sent)
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
 	fmt.Printf("  %-9s watch on %s: %d of %d sessions watching, %d notified, %d lost   load average %s\n",
-		"watch", watchPath, watching, r.sessions, notified, watching-notified, loadavg())
+		"watch", watchPath, watching, r.sessions, notified, watching-notified, xproc.LoadAvg())
 	fmt.Printf("  %-9s from the write's acknowledgement (%s after its send): p50 %s p99 %s max %s (%d arrived before it); from its send: p50 %s p99 %s max %s\n",
 		"watch", ms(ackLag), ms(q(0.5)), ms(q(0.99)), ms(q(1)), early, ms(q(0.5)+ackLag), ms(q(0.99)+ackLag), ms(q(1)+ackLag))
 
 	// Kill one proxy: its sessions must resume on the others.
-	r.pxs[0].cmd.Process.Kill()
-	r.pxs[0].cmd.Wait()
+	r.pxs[0].Cmd.Process.Kill()
+	r.pxs[0].Cmd.Wait()
 	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
 	time.Sleep(r.timeout + 5*time.Second)
 	lost, moved := finishAll(ls)
@@ -418,14 +419,14 @@ func (r *run) zooKeeper() error {
 	}
 	defer e.Stop()
 	pid := e.PIDs()[0]
-	base := rssKB(pid)
+	base := xproc.RSSKB(pid)
 	ls, err := r.openLoad("zookeeper", e.Addrs(), r.cpuSessions)
 	if err != nil {
 		finishAll(ls)
 		return err
 	}
 	time.Sleep(2*time.Second + r.idle)
-	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", float64(rssKB(pid)-base)/float64(r.cpuSessions), loadavg())
+	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", float64(xproc.RSSKB(pid)-base)/float64(r.cpuSessions), xproc.LoadAvg())
 	lost, moved := finishAll(ls)
 	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", "zookeeper", lost, moved)
 	return nil

@@ -74,16 +74,7 @@ func startMember(t *testing.T, cfg *server.Config) *member {
 
 func startProxy(t *testing.T, members ...*member) *proxy.Proxy {
 	t.Helper()
-	cfg := proxy.Config{ClientAddr: "127.0.0.1:0", KeepAliveInterval: 250 * time.Millisecond, Logger: logger()}
-	for _, m := range members {
-		cfg.Members = append(cfg.Members, m.cfg.ProxyAddr)
-	}
-	p, err := proxy.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
+	return startProxyWith(t, proxy.Config{}, members...)
 }
 
 type quiet struct{}

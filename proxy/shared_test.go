@@ -2,9 +2,7 @@ package proxy_test
 
 import (
 	"bufio"
-	"encoding/binary"
 	"fmt"
-	"io"
 	"net"
 	"regexp"
 	"strconv"
@@ -51,7 +49,7 @@ func rawConnect(t *testing.T, addr string) *rawSession {
 		t.Fatal(err)
 	}
 	br := bufio.NewReader(nc)
-	body, err := readRawFrame(br)
+	body, err := jute.ReadFrame(br, nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +62,7 @@ func rawConnect(t *testing.T, addr string) *rawSession {
 	go func() {
 		defer close(s.frames)
 		for {
-			body, err := readRawFrame(br)
+			body, err := jute.ReadFrame(br, nil, 1<<20)
 			if err != nil {
 				return
 			}
@@ -76,16 +74,6 @@ func rawConnect(t *testing.T, addr string) *rawSession {
 		}
 	}()
 	return s
-}
-
-func readRawFrame(br *bufio.Reader) ([]byte, error) {
-	var n [4]byte
-	if _, err := io.ReadFull(br, n[:]); err != nil {
-		return nil, err
-	}
-	b := make([]byte, binary.BigEndian.Uint32(n[:]))
-	_, err := io.ReadFull(br, b)
-	return b, err
 }
 
 var openACL = []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
@@ -223,20 +211,6 @@ func waitWatches(t *testing.T, addr string, want int) {
 	t.Fatalf("the member holds %d watches, want %d", got, want)
 }
 
-func startProxyVersion(t *testing.T, version int32, members ...*member) *proxy.Proxy {
-	t.Helper()
-	cfg := proxy.Config{ClientAddr: "127.0.0.1:0", KeepAliveInterval: 250 * time.Millisecond, Logger: logger(), UpstreamVersion: version}
-	for _, m := range members {
-		cfg.Members = append(cfg.Members, m.cfg.ProxyAddr)
-	}
-	p, err := proxy.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { p.Close() })
-	return p
-}
-
 // TestSharedWatchIsOneUpstream: n sessions through one proxy set a data
 // watch on one znode, an exists watch on a missing one and a child watch
 // on their parent: the member holds one watch per path for all of them
@@ -255,7 +229,7 @@ func TestSharedWatchIsOneUpstream(t *testing.T) {
 		want    int // watches the member holds (data table: /sw/data and /sw/absent)
 	}{{2, 2}, {1, 2 * n}} {
 		t.Run(fmt.Sprintf("version%d", tc.version), func(t *testing.T) {
-			p := startProxyVersion(t, tc.version, m)
+			p := startProxyWith(t, proxy.Config{UpstreamVersion: tc.version}, m)
 			data := fmt.Sprintf("/sw/data%d", tc.version)
 			absent := fmt.Sprintf("/sw/absent%d", tc.version)
 			if _, err := direct.Create(data, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil {

@@ -2,8 +2,6 @@ package server
 
 import (
 	"bufio"
-	"encoding/binary"
-	"io"
 	"net"
 	"testing"
 	"time"
@@ -171,13 +169,13 @@ func TestSharedOpFromASocket(t *testing.T) {
 	nc.SetDeadline(time.Now().Add(20 * time.Second))
 	nc.Write(jute.AppendFrame(nil, &jute.ConnectRequest{TimeOut: 10000, Passwd: make([]byte, 16)}))
 	br := bufio.NewReader(nc)
-	if _, err := readFrameBody(br); err != nil {
+	if _, err := jute.ReadFrame(br, nil, 1<<20); err != nil {
 		t.Fatal(err)
 	}
 	body := sharedGetData(1, 1, 1, "/")[4+wire.HeaderLen+8:] // the request inside
 	op := int32(opShared)
 	nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpCode(op)}, rawRecord(append(make([]byte, 8), body...))))
-	reply, err := readFrameBody(br)
+	reply, err := jute.ReadFrame(br, nil, 1<<20)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,19 +183,9 @@ func TestSharedOpFromASocket(t *testing.T) {
 	if jute.Unmarshal(reply, &h) != nil || h.Err != jute.ErrUnimplemented {
 		t.Fatalf("reply %+v, want UNIMPLEMENTED", h)
 	}
-	if _, err := readFrameBody(br); err == nil {
+	if _, err := jute.ReadFrame(br, nil, 1<<20); err == nil {
 		t.Fatal("the connection stayed open")
 	}
-}
-
-func readFrameBody(br *bufio.Reader) ([]byte, error) {
-	var n [4]byte
-	if _, err := io.ReadFull(br, n[:]); err != nil {
-		return nil, err
-	}
-	b := make([]byte, binary.BigEndian.Uint32(n[:]))
-	_, err := io.ReadFull(br, b)
-	return b, err
 }
 
 // TestIdleChannelsPark: idle channels of a proxy cost the member no

@@ -237,14 +237,24 @@ func replyJSON(rep fleet.Reply, err error) (jobj, string) {
 	return out, ""
 }
 
-func cellCreateJSON(s *cellView, q url.Values) (jobj, string) {
+// parsePlacement reads a command's ?voters= and ?observers= member ids; a
+// refusal is its error text.
+func parsePlacement(q url.Values) (voters, observers []uint64, errText string) {
 	voters, err := parseMembers(q.Get("voters"))
 	if err != nil {
-		return jobj{}, "voters: " + err.Error()
+		return nil, nil, "voters: " + err.Error()
 	}
-	observers, err := parseMembers(q.Get("observers"))
+	observers, err = parseMembers(q.Get("observers"))
 	if err != nil {
-		return jobj{}, "observers: " + err.Error()
+		return nil, nil, "observers: " + err.Error()
+	}
+	return voters, observers, ""
+}
+
+func cellCreateJSON(s *cellView, q url.Values) (jobj, string) {
+	voters, observers, errText := parsePlacement(q)
+	if errText != "" {
+		return jobj{}, errText
 	}
 	port, err := parsePort(q, "port")
 	if err != nil {
@@ -457,13 +467,9 @@ func countSubtree(t znode.ReadKV, path string) (int64, error) {
 }
 
 func cellMoveJSON(s *cellView, q url.Values) (jobj, string) {
-	voters, err := parseMembers(q.Get("voters"))
-	if err != nil {
-		return jobj{}, "voters: " + err.Error()
-	}
-	observers, err := parseMembers(q.Get("observers"))
-	if err != nil {
-		return jobj{}, "observers: " + err.Error()
+	voters, observers, errText := parsePlacement(q)
+	if errText != "" {
+		return jobj{}, errText
 	}
 	ctx, cancel := s.cellCtx()
 	defer cancel()

@@ -36,8 +36,12 @@ type Proxy struct {
 
 	stats   proxyStats    // packets, latencies, refusals (stats.go)
 	upstats upstreamStats // the upstream connection's history
-	ops     []*opsServer  // AdminServer and Prometheus listeners, set by New
-	reg     *operator.Registry
+	// liveness and sched: the upstream reader's judgements of a silent
+	// member, and the scheduler latency it logs with them (liveness.go).
+	liveness livenessStats
+	sched    schedLatency
+	ops      []*opsServer // AdminServer and Prometheus listeners, set by New
+	reg      *operator.Registry
 
 	ctx    context.Context
 	cancel context.CancelFunc

@@ -20,6 +20,9 @@ const (
 	// upstreamWriteTimeout closes an upstream connection that does not
 	// take what is written to it.
 	upstreamWriteTimeout = 10 * time.Second
+	// frameTimeout bounds the wait for the rest of a frame whose first
+	// byte came.
+	frameTimeout = 10 * time.Second
 )
 
 // upConn is one upstream connection to a member, carrying every client's
@@ -106,12 +109,22 @@ func dialVersion(p *Proxy, addr string, version int32) (*upConn, error) {
 // to its channel's client in the order received.
 func (u *upConn) run() error {
 	max := u.p.cfg.MaxBuffer + wire.Overhead
+	last := time.Now()
 	for {
-		u.nc.SetReadDeadline(time.Now().Add(u.idle))
+		if u.br.Buffered() == 0 {
+			// The member is silent only when waitFrame, which tells a
+			// starved reader from a silent member (liveness.go), says so.
+			if err := u.waitFrame(last.Add(u.idle)); err != nil {
+				return err
+			}
+			// The rest of a frame whose first byte came.
+			u.nc.SetReadDeadline(time.Now().Add(frameTimeout))
+		}
 		kind, ch, payload, err := wire.ReadFrame(u.br, max)
 		if err != nil {
 			return err
 		}
+		last = time.Now()
 		switch kind {
 		case wire.KindData:
 			if c := u.channel(ch); c != nil {

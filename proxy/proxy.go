@@ -36,8 +36,15 @@ type Proxy struct {
 
 	stats   proxyStats    // packets, latencies, refusals (stats.go)
 	upstats upstreamStats // the upstream connection's history
-	ops     []*opsServer  // AdminServer and Prometheus listeners, set by New
-	reg     *operator.Registry
+	// liveness and sched: the upstream reader's judgements of a silent
+	// member, and the scheduler latency it logs with them (liveness.go).
+	liveness livenessStats
+	sched    schedLatency
+	ops      []*opsServer // AdminServer and Prometheus listeners, set by New
+	// reattachSlots holds one token per reattach in flight
+	// (reattachWindow).
+	reattachSlots chan struct{}
+	reg           *operator.Registry
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,8 +55,11 @@ type Proxy struct {
 		sync.Mutex
 		up      *upConn // the upstream connection, nil while there is none
 		clients map[*client]struct{}
-		perIP   map[string]int
-		closed  bool
+		// detached are the clients kept when the upstream connection
+		// ended, whose sessions wait to be reattached (reattach.go).
+		detached map[*client]struct{}
+		perIP    map[string]int
+		closed   bool
 	}
 }
 
@@ -67,6 +77,8 @@ func New(cfg Config) (*Proxy, error) {
 	p.stats.started = time.Now()
 	p.reg = newRegistry(p)
 	p.mu.clients = map[*client]struct{}{}
+	p.mu.detached = map[*client]struct{}{}
+	p.reattachSlots = make(chan struct{}, reattachWindow)
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if err := p.startOps(); err != nil {
@@ -179,6 +191,7 @@ func (p *Proxy) unregister(c *client) {
 		return
 	}
 	delete(p.mu.clients, c)
+	delete(p.mu.detached, c)
 	if p.mu.perIP[c.ip]--; p.mu.perIP[c.ip] <= 0 {
 		delete(p.mu.perIP, c.ip)
 	}
@@ -237,17 +250,39 @@ func (p *Proxy) upstreamLoop() {
 			return
 		}
 		p.mu.up = u
+		var orphans []*client
+		if u.sw == nil {
+			// A version 1 connection: the proxy does not know the
+			// sessions' watches, so it cannot re-set them.
+			for c := range p.mu.detached {
+				orphans = append(orphans, c)
+			}
+			clear(p.mu.detached)
+		}
 		p.mu.Unlock()
+		for _, c := range orphans {
+			c.close()
+		}
 		p.upstats.connected(addr, time.Now())
 		p.log.Info("upstream connected", "member", addr)
+		if u.sw != nil {
+			p.goTracked(func() { p.reattachAll(u) })
+		}
 		err = u.run()
 		p.mu.Lock()
 		p.mu.up = nil
 		p.mu.Unlock()
 		p.upstats.lost(err)
-		u.close()
+		kept := u.lose(p.ctx.Err() == nil)
+		p.mu.Lock()
+		for _, c := range kept {
+			if _, ok := p.mu.clients[c]; ok {
+				p.mu.detached[c] = struct{}{}
+			}
+		}
+		p.mu.Unlock()
 		if p.ctx.Err() == nil {
-			p.log.Warn("upstream lost: its clients are closed and reconnect", "member", addr, "err", err)
+			p.log.Warn("upstream lost: sessions without requests in flight are kept and reattached on the next connection, the other clients closed", "member", addr, "err", err, "kept", len(kept))
 		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -100,8 +101,21 @@ type client struct {
 		closed     bool
 		closeAfter bool
 	}
-	done      chan struct{}
-	closeOnce sync.Once
+	done       chan struct{}
+	closeOnce  sync.Once
+	finishOnce sync.Once
+
+	// The reader between frames (poller.go): rc and fd are the socket's
+	// raw connection and descriptor; rbuf the bytes read and not yet
+	// taken as frames (nil while the client is parked with no frame half
+	// read). pmu guards parked (no reader goroutine: the poller starts
+	// one), pclosed (the socket is closing: no more epoll calls on fd)
+	// and pollAdded (fd is in the poller's set).
+	rc                         syscall.RawConn
+	fd                         int
+	rbuf                       []byte
+	pmu                        sync.Mutex
+	parked, pclosed, pollAdded bool
 }
 
 // flight is one request forwarded and not answered.
@@ -136,7 +150,14 @@ type heldNote struct {
 const maxHeldNotes = 1 << 16
 
 func newClient(p *Proxy, nc net.Conn, ip string) *client {
-	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{})}
+	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{}), fd: -1}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			if fd, err := rawFd(rc); err == nil {
+				c.rc, c.fd = rc, fd
+			}
+		}
+	}
 	c.fl.cond.L = &c.fl.Mutex
 	c.stats.init(time.Now())
 	return c
@@ -145,12 +166,28 @@ func newClient(p *Proxy, nc net.Conn, ip string) *client {
 // outboxLimit: beyond it a client that does not read is closed.
 func (c *client) outboxLimit() int { return 2*queueBytes + c.p.cfg.MaxBuffer }
 
+// serve runs the handshake, then reads the client's requests (pump)
+// until it parks or the connection ends.
 func (c *client) serve() {
-	defer c.finish()
+	if !c.handshake() {
+		c.finish()
+		return
+	}
+	c.nc.SetReadDeadline(time.Time{}) // from now on the keep-alive loop judges liveness (sweepIdle)
+	c.pump()
+}
+
+// handshake reads the ConnectRequest (or a four-letter word, answered
+// here) and opens the client's channel upstream; false when the
+// connection is over.
+func (c *client) handshake() bool {
+	if c.rc == nil {
+		return false // not a socket: never from the listener
+	}
 	c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	var first [4]byte
 	if _, err := io.ReadFull(c.nc, first[:]); err != nil {
-		return
+		return false
 	}
 	c.stats.received.Add(1)
 	c.p.stats.received.Add(1)
@@ -161,30 +198,31 @@ func (c *client) serve() {
 		if out, ok := c.p.reg.Word(w, c.p.cfg.FourLetterWords, c.nc, opMember{c.p}); ok {
 			operator.Answer(c.nc, out, operator.DefaultLinger, func() {})
 		}
-		return
+		return false
 	}
 	body, err := c.readBody(first[:])
 	if err != nil {
-		return
+		return false
 	}
 	if err := jute.Unmarshal(body, new(jute.ConnectRequest)); err != nil {
-		return // as a member: a handshake that does not decode closes
+		return false // as a member: a handshake that does not decode closes
 	}
 	up := c.p.upstream(c.p.cfg.HandshakeWait, c.done)
 	if up == nil {
 		c.p.stats.handshakeRefused.Add(1)
-		return // no member: the client tries its next address
+		return false // no member: the client tries its next address
 	}
 	c.up.Store(up)
 	if _, err := up.open(c, body); err != nil {
-		return
+		return false
 	}
-	if err := c.readLoop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.p.log.Debug("client connection ended", "session", c.sessionID.Load(), "err", err)
-	}
+	return true
 }
 
-func (c *client) finish() {
+// finish ends the client's part upstream and in the proxy, once.
+func (c *client) finish() { c.finishOnce.Do(c.finishNow) }
+
+func (c *client) finishNow() {
 	c.releaseSlot()
 	if up := c.up.Load(); up != nil {
 		up.closeChannel(c.ch.Load())
@@ -217,23 +255,92 @@ func (c *client) readBody(prefix []byte) ([]byte, error) {
 
 var errFrameLength = errors.New("proxy: frame length out of range")
 
-// readLoop forwards the client's requests until the connection ends.
-func (c *client) readLoop() error {
-	var lenBuf [4]byte
+// readBufBytes is a reader's buffer: most frames (pings, small requests)
+// fit, several at once; a bigger frame gets a buffer of its own.
+const readBufBytes = 4 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufBytes); return &b }}
+
+// pump reads and forwards the client's requests while bytes come, then
+// parks the client (poller.go) and returns; the connection's end
+// finishes the client.
+func (c *client) pump() {
+	err := c.readFrames()
+	if err == errParked {
+		return
+	}
+	if err != nil && !errors.Is(err, errEOF) && !errors.Is(err, net.ErrClosed) {
+		c.p.log.Debug("client connection ended", "session", c.sessionID.Load(), "err", err)
+	}
+	c.closeNow()
+	c.finish()
+}
+
+// readFrames takes every whole frame read, reads more without waiting,
+// and parks the client once nothing more is there (errParked), its buffer
+// given back when no frame is half read.
+func (c *client) readFrames() error {
 	for {
-		idle := handshakeTimeout
-		if t := c.timeout.Load(); t > 0 {
-			// As a member: two session timeouts and a keep-alive interval.
-			idle = 2*time.Duration(t)*time.Millisecond + c.p.cfg.KeepAliveInterval
+		buf, off := c.rbuf, 0
+		for len(buf)-off >= 4 {
+			n := int32(binary.BigEndian.Uint32(buf[off:]))
+			if n < 0 || int(n) > c.p.cfg.MaxBuffer {
+				return errFrameLength
+			}
+			if len(buf)-off < 4+int(n) {
+				break
+			}
+			if err := c.request(buf[off+4 : off+4+int(n)]); err != nil {
+				return err
+			}
+			off += 4 + int(n)
 		}
-		c.nc.SetReadDeadline(time.Now().Add(idle))
-		if _, err := io.ReadFull(c.nc, lenBuf[:]); err != nil {
+		rest := copy(buf, buf[off:])
+		buf = buf[:rest]
+		if need := 4; rest >= 4 {
+			need = 4 + int(binary.BigEndian.Uint32(buf))
+			if need > cap(buf) {
+				big := make([]byte, rest, need)
+				copy(big, buf)
+				c.putBuf(buf)
+				buf = big
+			}
+		}
+		if buf == nil {
+			buf = (*readBufs.Get().(*[]byte))[:0]
+		}
+		c.rbuf = buf
+		n, err := c.tryRead(buf[len(buf):cap(buf)])
+		switch {
+		case err == errWouldBlock:
+			if len(buf) == 0 {
+				c.putBuf(buf)
+				c.rbuf = nil
+			}
+			if c.park() {
+				return errParked
+			}
+			return net.ErrClosed
+		case err != nil:
 			return err
 		}
-		body, err := c.readBody(lenBuf[:])
-		if err != nil {
-			return err
-		}
+		c.rbuf = buf[:len(buf)+n]
+	}
+}
+
+// putBuf gives a reader's buffer back to the pool.
+func (c *client) putBuf(b []byte) {
+	if cap(b) == readBufBytes {
+		b = b[:readBufBytes]
+		readBufs.Put(&b)
+	}
+}
+
+// request takes one frame body from the client: a ping is answered here,
+// anything else forwarded on the client's channel. body is the reader's
+// buffer: nothing here keeps it.
+func (c *client) request(body []byte) error {
+	{
 		now := time.Now()
 		c.heard.Store(now.UnixNano())
 		c.stats.received.Add(1)
@@ -260,7 +367,7 @@ func (c *client) readLoop() error {
 			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: z}
 			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
 			c.queue(jute.AppendFrame(nil, &h))
-			continue
+			return nil
 		}
 		f := flight{size: len(body), op: hdr.Type, at: now, xid: hdr.Xid}
 		up, ch, ok := c.admit(&f, body)
@@ -274,6 +381,7 @@ func (c *client) readLoop() error {
 		if err := up.send(true, frame); err != nil {
 			return err
 		}
+		return nil
 	}
 }
 
@@ -580,11 +688,25 @@ func (c *client) close() { c.closeNow() }
 
 func (c *client) closeNow() {
 	c.closeOnce.Do(func() {
+		// Out of the poller's set before the descriptor closes (it may
+		// be reused at once); a parked client has no reader to finish
+		// it.
+		c.pmu.Lock()
+		c.pclosed = true
+		parked := c.parked
+		c.parked = false
+		if c.fd >= 0 {
+			c.p.poll.forgetLocked(c, c.fd)
+		}
+		c.pmu.Unlock()
 		close(c.done)
 		c.nc.Close()
 		c.fl.Lock()
 		c.fl.cond.Broadcast()
 		c.fl.Unlock()
+		if parked {
+			c.p.goTracked(c.finish)
+		}
 	})
 }
 

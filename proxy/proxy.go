@@ -41,6 +41,8 @@ type Proxy struct {
 	liveness livenessStats
 	sched    schedLatency
 	ops      []*opsServer // AdminServer and Prometheus listeners, set by New
+	// poll starts the readers of parked clients (poller.go).
+	poll *poller
 	// reattachSlots holds one token per reattach in flight
 	// (reattachWindow).
 	reattachSlots chan struct{}
@@ -81,14 +83,23 @@ func New(cfg Config) (*Proxy, error) {
 	p.reattachSlots = make(chan struct{}, reattachWindow)
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if p.poll, err = newPoller(p); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("proxy: epoll: %w", err)
+	}
 	if err := p.startOps(); err != nil {
+		p.poll.release()
 		p.closeOps()
 		p.cancel()
 		p.wg.Wait()
 		ln.Close()
 		return nil, err
 	}
-	p.wg.Add(3)
+	p.wg.Add(4)
+	go func() {
+		defer p.wg.Done()
+		p.poll.run()
+	}()
 	go p.acceptLoop()
 	go p.upstreamLoop()
 	go p.keepAliveLoop()
@@ -124,7 +135,9 @@ func (p *Proxy) Close() error {
 	for _, c := range clients {
 		c.close()
 	}
+	p.poll.close()
 	p.wg.Wait()
+	p.poll.release()
 	return err
 }
 
@@ -301,6 +314,7 @@ func (p *Proxy) keepAliveLoop() {
 			return
 		case <-t.C:
 		}
+		p.sweepIdle(time.Now())
 		ids := p.alive.Drain()
 		p.mu.Lock()
 		up := p.mu.up
@@ -330,4 +344,28 @@ func (p *Proxy) Upstream() string {
 		return ""
 	}
 	return p.mu.up.addr
+}
+
+// sweepIdle closes the clients silent for two session timeouts and a
+// keep-alive interval, as a member closes a connection whose reader's
+// deadline passed (a parked client has no reader, poller.go). A client
+// in its handshake has its reader's deadline.
+func (p *Proxy) sweepIdle(now time.Time) {
+	p.mu.Lock()
+	clients := make([]*client, 0, len(p.mu.clients))
+	for c := range p.mu.clients {
+		clients = append(clients, c)
+	}
+	p.mu.Unlock()
+	for _, c := range clients {
+		t := c.timeout.Load()
+		if t <= 0 {
+			continue
+		}
+		bound := 2*time.Duration(t)*time.Millisecond + p.cfg.KeepAliveInterval
+		if now.Sub(time.Unix(0, c.heard.Load())) > bound {
+			p.log.Debug("client silent for two session timeouts: closed", "session", hexID(c.sessionID.Load()))
+			c.close()
+		}
+	}
 }

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +53,10 @@ type run struct {
 	leader    *member
 	pxs       []*proc
 	pxAddrs   []string
+	pxAdmins  []string // the proxies' AdminServers, for their upstream figures
+	// proxyKiB is the proxies' RSS per idle session in the proxied CPU
+	// window, against ZooKeeper's (-zk) at the end.
+	proxyKiB float64
 }
 
 func (c *cfg) run() error {
@@ -100,7 +106,7 @@ func (c *cfg) run() error {
 	for _, p := range r.pxs {
 		p.Stop()
 	}
-	r.pxs, r.pxAddrs = nil, nil
+	r.pxs, r.pxAddrs, r.pxAdmins = nil, nil, nil
 	if err := r.startProxies(); err != nil {
 		return err
 	}
@@ -189,14 +195,15 @@ func (r *run) startProxies() error {
 		proxyAddrs = append(proxyAddrs, m.proxy)
 	}
 	for i := range r.proxies {
-		a := fmt.Sprintf("127.0.0.1:%d", r.port())
+		a, admin := fmt.Sprintf("127.0.0.1:%d", r.port()), fmt.Sprintf("127.0.0.1:%d", r.port())
 		p, err := xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
-			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--log-level", "warn")
+			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--admin-addr", admin, "--log-level", "info")
 		if err != nil {
 			return err
 		}
 		r.pxs = append(r.pxs, p)
 		r.pxAddrs = append(r.pxAddrs, a)
+		r.pxAdmins = append(r.pxAdmins, admin)
 	}
 	for _, a := range r.pxAddrs {
 		if err := xproc.WaitPort(a, 30*time.Second); err != nil {
@@ -281,6 +288,10 @@ func (r *run) cpuWindow(name string, addrs []string, groups ...group) error {
 	cpu := r.leaderCPU(r.idle)
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v   RSS per idle session: %s   load average %s\n",
 		name, cpu, r.idle, perSession(groups, base, r.cpuSessions), xproc.LoadAvg())
+	if groups[0].name == "proxies" {
+		r.proxyKiB = float64(groups[0].rss()-base["proxies"]) / float64(r.cpuSessions)
+		fmt.Printf("  %-9s proxies' upstream: %s\n", name, r.upstreamFigures())
+	}
 	lost, moved := finishAll(ls)
 	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", name, lost, moved)
 	// The sessions were dropped, not closed: let them expire before the
@@ -330,6 +341,7 @@ func (r *run) scale(groups ...group) error {
 			lost, moved = lost+a, moved+b
 		}
 		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, xproc.LoadAvg())
+		fmt.Printf("  %-9s proxies' upstream: %s\n", "scale", r.upstreamFigures())
 	}
 	cpu := float64(xproc.CPUTicks(r.leader.Cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over the hold with %d sessions through %d proxies\n", "scale", cpu, r.sessions, r.proxies)
@@ -396,6 +408,8 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s from the write's acknowledgement (%s after its send): p50 %s p99 %s max %s (%d arrived before it); from its send: p50 %s p99 %s max %s\n",
 		"watch", ms(ackLag), ms(q(0.5)), ms(q(0.99)), ms(q(1)), early, ms(q(0.5)+ackLag), ms(q(0.99)+ackLag), ms(q(1)+ackLag))
 
+	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
+
 	// Kill one proxy: its sessions must resume on the others.
 	r.pxs[0].Cmd.Process.Kill()
 	r.pxs[0].Cmd.Wait()
@@ -426,8 +440,51 @@ func (r *run) zooKeeper() error {
 		return err
 	}
 	time.Sleep(2*time.Second + r.idle)
-	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", float64(xproc.RSSKB(pid)-base)/float64(r.cpuSessions), xproc.LoadAvg())
+	zkKiB := float64(xproc.RSSKB(pid)-base) / float64(r.cpuSessions)
+	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", zkKiB, xproc.LoadAvg())
+	if r.proxyKiB > 0 && zkKiB > 0 {
+		fmt.Printf("  %-9s a proxy's RSS per idle session %.1f KiB is %.2fx ZooKeeper's %.1f KiB (%d sessions each; goal: at most 0.5x)\n", "zookeeper", r.proxyKiB, r.proxyKiB/zkKiB, zkKiB, r.cpuSessions)
+	}
 	lost, moved := finishAll(ls)
 	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", "zookeeper", lost, moved)
 	return nil
+}
+
+// upstreamFigures sums the proxies' upstream command (their AdminServer):
+// reconnects, how each silent-looking upstream was judged
+// (docs/proxy.md, Liveness), and the sessions kept across upstream
+// losses.
+func (r *run) upstreamFigures() string {
+	keys := []string{"connects", "member_silent", "member_slow", "reader_starved", "sessions_detached", "sessions_reattached", "sessions_not_reattached", "sessions_detached_expired"}
+	sum := map[string]float64{}
+	lateMax, answered := 0.0, 0
+	hc := http.Client{Timeout: 10 * time.Second}
+	for _, a := range r.pxAdmins {
+		resp, err := hc.Get("http://" + a + "/commands/upstream")
+		if err != nil {
+			continue
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		answered++
+		for _, k := range keys {
+			if v, ok := m[k].(float64); ok {
+				sum[k] += v
+			}
+		}
+		if v, ok := m["reader_late_max_ms"].(float64); ok {
+			lateMax = max(lateMax, v)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d answered", answered, len(r.pxAdmins))
+	for _, k := range keys {
+		fmt.Fprintf(&b, ", %s %.0f", k, sum[k])
+	}
+	fmt.Fprintf(&b, ", reader late at most %.0f ms", lateMax)
+	return b.String()
 }

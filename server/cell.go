@@ -47,6 +47,7 @@ type cell struct {
 	localReads atomic.Bool
 
 	leaderGen  atomic.Uint64 // bumps on every leader change, for the grace timer
+	lastLeader atomic.Uint64 // the last leader known (never 0 once one was)
 	servingMu  sync.Mutex
 	servingCh  chan struct{} // closed when a leader becomes known
 	changeCh   chan struct{} // closed at the next leader change
@@ -175,11 +176,16 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 	if prev != info.LeaderID {
 		c.notifyLeaderChange()
 	}
-	if prev != 0 && prev != info.LeaderID {
-		// Requests already on their way to the old leader would wait for
-		// their timeout: connections with requests in flight are closed
-		// now, so those clients retry at once (idle ones stay).
-		c.srv.routines.start(func() { c.srv.closeBusyClients(c) })
+	if info.LeaderID != 0 {
+		if last := c.lastLeader.Swap(info.LeaderID); last != 0 && last != info.LeaderID {
+			// Requests already on their way to the old leader would wait
+			// for their timeout (its entries may be lost): connections
+			// with requests in flight are closed now, so those clients
+			// retry at once (idle ones stay). A leader that stepped down
+			// (no leader for a while) and was elected again keeps its log,
+			// so the requests it holds complete: nothing is closed then.
+			c.srv.routines.start(func() { c.srv.closeBusyClients(c) })
+		}
 	}
 	if info.LeaderID == 0 && prev != 0 {
 		// Like a ZooKeeper follower that lost its leader, stop serving, but

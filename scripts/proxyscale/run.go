@@ -415,10 +415,54 @@ func (r *run) scale(groups ...group) error {
 	r.pxs[0].Cmd.Wait()
 	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
 	time.Sleep(r.timeout + 5*time.Second)
+	if r.killMember {
+		// Kill the follower most proxies use: their sessions must be
+		// reattached on the other members within their timeout.
+		counts := map[string]int{}
+		for _, a := range r.pxAdmins[1:] {
+			if m := upstreamMember(a); m != "" {
+				counts[m]++
+			}
+		}
+		var victim *member
+		for _, m := range r.members {
+			if m != r.leader && (victim == nil || counts[m.proxy] > counts[victim.proxy]) {
+				victim = m
+			}
+		}
+		lost0, moved0 := 0, 0
+		for _, l := range ls {
+			a, b := l.count()
+			lost0, moved0 = lost0+a, moved0+b
+		}
+		victim.Cmd.Process.Kill()
+		victim.Cmd.Wait()
+		fmt.Printf("  %-9s killed member %s, a follower, upstream of %d of the %d live proxies (sessions lost so far %d, reconnects %d)   load average %s\n",
+			"member", victim.proxy, counts[victim.proxy], len(r.pxAdmins)-1, lost0, moved0, xproc.LoadAvg())
+		time.Sleep(r.timeout + 5*time.Second)
+		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
+	}
 	lost, moved := finishAll(ls)
 	ls = nil
 	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
 	return nil
+}
+
+// upstreamMember is the member a proxy's upstream connection is to, ""
+// when it has none or does not answer.
+func upstreamMember(admin string) string {
+	hc := http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get("http://" + admin + "/commands/upstream")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if json.NewDecoder(resp.Body).Decode(&m) != nil || m["connected"] != true {
+		return ""
+	}
+	s, _ := m["member"].(string)
+	return s
 }
 
 // zooKeeper measures Apache ZooKeeper 3.8's memory per idle session with
@@ -460,6 +504,9 @@ func (r *run) upstreamFigures() string {
 	lateMax, answered := 0.0, 0
 	hc := http.Client{Timeout: 10 * time.Second}
 	for _, a := range r.pxAdmins {
+		if a == r.pxAdmins[0] && r.pxs[0].Cmd.ProcessState != nil {
+			continue // the killed proxy
+		}
 		resp, err := hc.Get("http://" + a + "/commands/upstream")
 		if err != nil {
 			continue

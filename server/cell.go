@@ -86,6 +86,7 @@ func newCell(s *Server, name string, shardID, replicaID uint64) *cell {
 		watches:    newRegistry(),
 		resumables: newResumables(),
 	}
+	c.rate.after = s.routines.afterFunc
 	c.mu.owners = map[int64]*conn{}
 	c.mu.seen = map[int64]uint64{}
 	return c

@@ -108,7 +108,7 @@ func convertIfOld(db *pebble.DB) error {
 		b.Close()
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	return commitDurable(db, b)
 }
 
 // scanPrefix calls fn for every key with prefix lo, in order.

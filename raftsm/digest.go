@@ -84,7 +84,7 @@ func checkDigest(db *pebble.DB, dir string, applied uint64) (uint64, TreeStats, 
 		b.Close()
 		return 0, st, err
 	}
-	return got, st, b.Commit(pebble.Sync)
+	return got, st, commitDurable(db, b)
 }
 
 // set writes k=v over the entry's current value old (nil: none), keeping

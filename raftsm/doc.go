@@ -20,6 +20,17 @@
 // Open checks the store against its digest and refuses one that lost or
 // changed data (ErrDamaged); it converts a format 1 store in place.
 //
+// The store keeps no WAL of its own: the Raft log is its write-ahead log
+// (liveOptions in sm.go has the argument). Update's batch goes to the
+// memtable only; Sync, which Dragonboat calls before it records a snapshot
+// and so before it compacts the log, flushes; Open reports the index the
+// tables hold and Dragonboat replays the log after it. After a kill the
+// newest WAL of the Raft log is then the only copy of what was applied
+// since the last flush, so each Update also writes the applied mark
+// (mark.go), which survives a kill: the member refuses a Raft log that
+// ends below it rather than serve without acknowledged writes (server's
+// checkStores; docs/operations.md, Damaged data files).
+//
 // ImportState and ExportState write a whole tree into a fresh store and
 // read one back out of a stopped one, for zkraft import and export.
 //

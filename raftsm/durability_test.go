@@ -1,6 +1,8 @@
 package raftsm
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -48,9 +50,9 @@ func copyStore(t *testing.T, from, to string) {
 	}
 }
 
-// TestCrashedStoreOpensAtTheLastSync: Update commits without a sync, so a
-// store killed after some Updates may have lost the last of them (Pebble
-// holds the WAL's last block in memory). It must open whole (its digest
+// TestCrashedStoreOpensAtTheLastSync: the store has no WAL (liveOptions),
+// so a store killed after some Updates has lost what its memtable held
+// since the last flush. It must open whole (its digest
 // adds up) at an applied index no lower than the last Sync and no higher
 // than the last Update, and applying the log's entries after that index,
 // as Dragonboat does, must give exactly the store that was not killed.
@@ -106,9 +108,83 @@ func TestCrashedStoreOpensAtTheLastSync(t *testing.T) {
 	if got, want := c.dump(), h.dump(); !reflect.DeepEqual(got, want) {
 		t.Fatalf("after replaying the log, the crashed store differs:\n got %d keys\nwant %d keys", len(got), len(want))
 	}
+	// The kill left the mark at the last Update: what the member compares
+	// the Raft log with before it opens the store.
+	if m, ok, err := ReadAppliedMark(StoreDir(crashed, 1, 1)); err != nil || !ok || m != last {
+		t.Fatalf("the crashed store's applied mark: %d, %v, %v; want %d (the last Update)", m, ok, err, last)
+	}
 
 	// A clean close keeps everything: the store opens at its last Update.
 	if idx := h.reopen(); idx != last {
 		t.Fatalf("after Close, Open returned %d, want %d", idx, last)
+	}
+}
+
+// TestAppliedMark: the mark follows every Update, stays above the store's
+// tables after a kill until the replay passes it (a second kill during the
+// replay must not lower it), follows a recovered snapshot, and a mark that
+// does not decode is reported as such.
+func TestAppliedMark(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	mark := func(dir string) uint64 {
+		t.Helper()
+		m, ok, err := ReadAppliedMark(dir)
+		if err != nil || !ok {
+			t.Fatalf("ReadAppliedMark(%s): %d, %v, %v", dir, m, ok, err)
+		}
+		return m
+	}
+	if _, ok, err := ReadAppliedMark(h.sm.dir); ok || err != nil {
+		t.Fatalf("a store no Update wrote to has a mark: %v, %v", ok, err)
+	}
+	h.apply(createSession(7, 30000))
+	h.apply(create(7, "/a", 0), create(7, "/b", 0))
+	if m := mark(h.sm.dir); m != h.index {
+		t.Fatalf("mark %d after Update to %d", m, h.index)
+	}
+	if err := h.sm.Sync(); err != nil {
+		t.Fatal(err)
+	}
+	synced := h.index
+	for i := range 20 {
+		h.apply(setData(7, "/a", fmt.Sprint(i), -1))
+	}
+	last := h.index
+
+	crashed := t.TempDir()
+	copyStore(t, h.sm.dir, StoreDir(crashed, 1, 1))
+	c := newHarness(t, crashed)
+	if c.index != synced {
+		t.Fatalf("the crashed store opened at %d, want %d (its last flush: there is no WAL)", c.index, synced)
+	}
+	if m := mark(c.sm.dir); m != last {
+		t.Fatalf("after Open of the crashed store the mark is %d, want %d (the kill's)", m, last)
+	}
+	c.apply(setData(7, "/b", "x", -1)) // replays one entry: still below the kill's mark
+	// The mark is a record of the highest index applied; a replay that
+	// has not yet passed it writes its own index, and that is all it is.
+	if m := mark(c.sm.dir); m != c.index {
+		t.Fatalf("mark %d after the replay's Update to %d", m, c.index)
+	}
+
+	// A recovered snapshot sets the mark to its index.
+	snap := h.save()
+	r := newHarness(t, t.TempDir())
+	r.apply(createSession(9, 30000))
+	if err := r.sm.RecoverFromSnapshot(bytes.NewReader(snap), nil); err != nil {
+		t.Fatal(err)
+	}
+	if m := mark(r.sm.dir); m != last {
+		t.Fatalf("after RecoverFromSnapshot the mark is %d, want the snapshot's %d", m, last)
+	}
+
+	other := t.TempDir()
+	for _, bad := range [][]byte{[]byte("short"), bytes.Repeat([]byte{0xff}, markLen)} {
+		if err := os.WriteFile(MarkPath(other), bad, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok, err := ReadAppliedMark(other); ok || !errors.Is(err, ErrBadMark) {
+			t.Errorf("a mark of %x: ok %v, err %v; want ErrBadMark", bad, ok, err)
+		}
 	}
 }

@@ -2,6 +2,7 @@ package raftsm
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -134,6 +135,7 @@ type StateMachine struct {
 		sealed   bool                     // keySealed is set (KindSeal)
 		nodes    *nodeCache               // recent nodes, for Update only (nodecache.go)
 		kids     *childCache              // recent child lists (childcache.go)
+		mark     *appliedMark             // the applied mark (mark.go)
 	}
 }
 
@@ -174,22 +176,17 @@ const childCacheBytes = 16 << 20
 // level has a bloom filter: node keys are hashes, so point reads have no
 // locality for the index alone to exploit, and a create first reads the
 // path it creates, which is usually absent.
+//
+// These options keep Pebble's WAL: they are the options of the stores
+// written outside a replica (an import's) and of a read-only open. A
+// replica's own store opens with liveOptions.
 func pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	o := &pebble.Options{
-		MemTableSize: 32 << 20,
+		MemTableSize: memTableBytes,
 		Cache:        cache,
-		// The store's batches are committed without a sync (the Raft log is
-		// synced), so without this its WAL collected up to a memtable's
-		// worth of dirty pages (the kernel writes them back only after 30 s
-		// or gigabytes), and two syncs on the apply path, under the lock
-		// Update holds, wrote all of them at once: the one that closes the
-		// WAL when a full memtable is rotated (every 32 MiB of batches) and
-		// Sync before each Raft snapshot. Each took 50-140 ms under write
-		// load, and every write in flight waited for it (docs/performance.md,
-		// "Write tail"). Writing the WAL back every 512 KiB as it goes (in
-		// the WAL's flusher, off the apply path) leaves those syncs little
-		// to do: 4-34 ms and 4-9 ms. It changes no guarantee: the syncs
-		// still happen where they did.
+		// Where a WAL is written (an import's store), write it back as it
+		// grows rather than all at its close (docs/performance.md, "Write
+		// tail").
 		WALBytesPerSync: 512 << 10,
 	}
 	// One entry: Pebble derives the deeper levels from the last one given
@@ -198,27 +195,90 @@ func pebbleOptions(cache *pebble.Cache) *pebble.Options {
 	return o
 }
 
-// Open opens or creates the store and returns the applied index.
+// memTableBytes is the size of the store's memtable.
+const memTableBytes = 32 << 20
+
+// liveOptions are the options of a replica's own store: pebbleOptions
+// without Pebble's write-ahead log. The Raft log is the state machine's
+// write-ahead log: what Update wrote and a crash lost from the memtable,
+// Dragonboat applies again from the log, which it keeps past the index
+// Open reports. That holds because
+//
+//   - every Update is one batch holding its data, the applied index and the
+//     digest, and a batch lands in one memtable, which Pebble flushes whole
+//     and in order; so the tables on disk always hold the whole state of
+//     some applied index, and Open reports that index;
+//   - Dragonboat compacts the log only below a snapshot, and before it
+//     records a snapshot of an on-disk state machine (rsm's concurrentSave:
+//     prepare, then sync, then the dummy snapshot at the prepared index) or
+//     after it recovers one streamed from a peer it calls Sync, which
+//     flushes the memtables: the store is durable at or above every index
+//     below which the log may be compacted, and at or above the index of
+//     every snapshot recorded (which a restart takes as applied; the
+//     member refuses a store below it, server's checkStores);
+//   - the store's writes that are not replayed from the log (the initial
+//     tree, a recovered snapshot, a conversion, a new digest record) are
+//     flushed before they are relied on (commitDurable), and Close flushes,
+//     so that a clean stop leaves nothing to replay.
+//
+// What the WAL gave besides, the member's view of how far the replica had
+// applied when it was killed, the applied mark keeps (mark.go): without it
+// a damaged newest WAL of the Raft log would lose acknowledged writes
+// without the member knowing.
+//
+// Each write thus reaches the disk once less (no WAL record, no WAL bytes
+// to write back), and a memtable's rotation closes no WAL (with one, the
+// close synced it on the apply path).
+func liveOptions(cache *pebble.Cache) *pebble.Options {
+	o := pebbleOptions(cache)
+	o.DisableWAL = true
+	o.WALBytesPerSync = 0
+	return o
+}
+
+// commitDurable commits b and makes it durable whether or not db has a
+// WAL: a flush of the memtables (a store without a WAL refuses a synced
+// commit).
+func commitDurable(db *pebble.DB, b *pebble.Batch) error {
+	if err := b.Commit(pebble.NoSync); err != nil {
+		return err
+	}
+	return db.Flush()
+}
+
+// Open opens or creates the store and returns the applied index: the
+// index of the state its tables hold (liveOptions). A store an earlier
+// zkraft wrote with a WAL opens with that WAL replayed.
 func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	if err := os.MkdirAll(s.dir, 0o755); err != nil {
 		return 0, err
 	}
 	cache := pebble.NewCache(s.cacheBytes)
-	db, err := pebble.Open(s.dir, pebbleOptions(cache))
+	db, err := pebble.Open(s.dir, liveOptions(cache))
 	if err != nil {
 		cache.Unref()
 		return 0, fmt.Errorf("raftsm: open %s: %w", s.dir, err)
 	}
+	mark, err := openMark(s.dir)
+	if err != nil {
+		db.Close()
+		cache.Unref()
+		return 0, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.mu.db, s.mu.cache = db, cache
+	s.mu.db, s.mu.cache, s.mu.mark = db, cache, mark
 	s.mu.nodes.reset()
 	s.mu.kids.reset()
+	// The mark is left as it is: after a kill it is above the index the
+	// tables hold until the replay from the log passes it again, and it
+	// must stay so if the member is killed again meanwhile.
 	index, err := s.openLocked(db)
 	if err != nil {
 		db.Close()
 		cache.Unref()
-		s.mu.db, s.mu.cache = nil, nil
+		mark.close()
+		s.mu.db, s.mu.cache, s.mu.mark = nil, nil, nil
 	}
 	return index, err
 }
@@ -301,7 +361,7 @@ func initTree(db *pebble.DB) error {
 	if err := putFormat(b); err != nil {
 		return err
 	}
-	return b.Commit(pebble.Sync)
+	return commitDurable(db, b)
 }
 
 func putFormat(w writer) error { return w.Set(keyFormat, []byte{formatVersion}, nil) }
@@ -379,6 +439,11 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 		return nil, fmt.Errorf("raftsm: commit: %w", err)
 	}
 	committed = true
+	// Before any result leaves: every acknowledged entry is at or below
+	// the mark (mark.go).
+	if err := s.mu.mark.set(applied); err != nil {
+		return nil, err
+	}
 	s.mu.applied = applied
 	s.mu.zxid = a.zxid
 	s.mu.digest = a.digest
@@ -572,14 +637,18 @@ func (s *StateMachine) snapshotView() (View, func(), error) {
 	}, nil
 }
 
-// Sync makes everything applied so far durable.
+// Sync makes everything applied so far durable: it flushes the memtables
+// (the store has no WAL, see liveOptions). Dragonboat calls it before it
+// records a snapshot and so before it compacts the log, after it recovers
+// a streamed snapshot, and every few minutes; it holds its own lock over
+// the call, so no Update runs meanwhile.
 func (s *StateMachine) Sync() error {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	if s.mu.db == nil {
 		return ErrClosed
 	}
-	return s.mu.db.LogData(nil, pebble.Sync)
+	return s.mu.db.Flush()
 }
 
 // Close closes the store once the reads running on it have ended.
@@ -591,9 +660,12 @@ func (s *StateMachine) Close() error {
 	if s.mu.db == nil {
 		return nil
 	}
-	err := s.mu.db.Close()
+	// Without a WAL a close would drop the memtables; the log has their
+	// entries, but a restart that does not replay them is faster.
+	err := s.mu.db.Flush()
+	err = errors.Join(err, s.mu.db.Close(), s.mu.mark.close())
 	s.mu.cache.Unref()
-	s.mu.db, s.mu.cache = nil, nil
+	s.mu.db, s.mu.cache, s.mu.mark = nil, nil, nil
 	return err
 }
 

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/cockroachdb/pebble"
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
 	"github.com/zkraft/zkraft/jute"
@@ -521,7 +522,7 @@ func TestCheckImport(t *testing.T) {
 	h := newHarness(t, t.TempDir())
 	record := make([]byte, 32)
 	record[7] = 1
-	if err := h.sm.mu.db.Set(keyImport, record, nil); err != nil {
+	if err := h.sm.mu.db.Set(keyImport, record, pebble.NoSync); err != nil {
 		t.Fatal(err)
 	}
 	h.apply(&Command{Kind: KindCheckImport, Body: record})

@@ -162,7 +162,7 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 		b.Close()
 		return err
 	}
-	if err := b.Commit(pebble.Sync); err != nil {
+	if err := commitDurable(db, b); err != nil {
 		return err
 	}
 	if err := convertIfOld(db); err != nil {
@@ -174,6 +174,11 @@ func (s *StateMachine) RecoverFromSnapshot(r io.Reader, done <-chan struct{}) er
 	}
 	s.mu.digest, s.mu.stats = digest, stats
 	s.mu.applied = binary.BigEndian.Uint64(applied)
+	// The new state's index, even below the old one: the Raft log now
+	// continues from the snapshot.
+	if err := s.mu.mark.set(s.mu.applied); err != nil {
+		return err
+	}
 	s.mu.zxid = int64(binary.BigEndian.Uint64(zxid))
 	sessions, err := loadSessions(db)
 	if err != nil {

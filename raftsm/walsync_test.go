@@ -125,3 +125,89 @@ func (f *unsyncedFile) Close() error {
 	f.fs.mu.Unlock()
 	return f.File.Close()
 }
+
+// TestLiveStoreWritesNoWAL: a replica's own store (liveOptions) writes no
+// WAL bytes, however much it is given; Flush makes it durable.
+func TestLiveStoreWritesNoWAL(t *testing.T) {
+	fs := &unsyncedFS{FS: vfs.Default}
+	o := liveOptions(nil)
+	o.FS = fs
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	value := make([]byte, 1024)
+	key := make([]byte, 16)
+	for i := range 64 {
+		b := db.NewBatch()
+		for j := range 64 {
+			copy(key, []byte{byte(i), byte(i >> 8), byte(j)})
+			if err := b.Set(key, value, nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if err := b.Commit(pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if written, _ := fs.figures(); written != 0 {
+		t.Fatalf("the live store wrote %d bytes to a WAL, want 0", written)
+	}
+	// What the flush wrote is there for a store killed now.
+	killed := t.TempDir()
+	copyStore(t, dir, killed)
+	db.Close()
+	k, err := pebble.Open(killed, liveOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer k.Close()
+	copy(key, []byte{63, 0, 63})
+	if v, closer, err := k.Get(key); err != nil || len(v) != len(value) {
+		t.Fatalf("after the flush and a kill, the last key: %d bytes, %v", len(v), err)
+	} else {
+		closer.Close()
+	}
+}
+
+// TestStoreWrittenWithWALOpensWhole: a store an earlier zkraft wrote with
+// its WAL (commits without sync, then killed) opens without one with
+// everything its WAL held, and keeps it once closed.
+func TestStoreWrittenWithWALOpensWhole(t *testing.T) {
+	dir := t.TempDir()
+	db, err := pebble.Open(dir, pebbleOptions(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 100 {
+		if err := db.Set([]byte{'k', byte(i)}, []byte{byte(i)}, pebble.NoSync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.LogData(nil, pebble.Sync); err != nil {
+		t.Fatal(err)
+	}
+	killed := t.TempDir()
+	copyStore(t, dir, killed) // the WAL holds all of it; no table does
+	db.Close()
+	for round := range 2 {
+		k, err := pebble.Open(killed, liveOptions(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 100 {
+			v, closer, err := k.Get([]byte{'k', byte(i)})
+			if err != nil || len(v) != 1 || v[0] != byte(i) {
+				t.Fatalf("open %d without a WAL: key %d: %x, %v", round, i, v, err)
+			}
+			closer.Close()
+		}
+		if err := k.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}

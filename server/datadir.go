@@ -150,6 +150,11 @@ type dataDirReport struct {
 	logStores  map[string]*storecheck.Report // by Store.Dir
 	stateStore *storecheck.Report
 	applied    uint64
+	// mark is the state machine's applied mark (raftsm/mark.go): the
+	// highest index it had applied when it last ran, at or above applied
+	// (the store has no WAL: after a kill its tables hold only what its
+	// last flush wrote). 0 when there is none or it does not decode.
+	mark uint64
 }
 
 // checkDataDir checks the data directory before Dragonboat opens it:
@@ -185,6 +190,17 @@ func checkDataDir(nhc dbconfig.NodeHostConfig, stateStore string, log *slog.Logg
 		return nil, checkErr(err)
 	}
 	rep.stateStore = r
+	switch mark, ok, err := raftsm.ReadAppliedMark(stateStore); {
+	case errors.Is(err, raftsm.ErrBadMark):
+		// It holds no data, and the first Update writes it again; what is
+		// lost is only the check of the Raft log against it.
+		log.Warn("ignored the state machine's applied mark, which does not decode (it holds no data; the check of the Raft log's end against it is skipped this once)",
+			"file", raftsm.MarkPath(stateStore), "err", err)
+	case err != nil:
+		return nil, checkErr(err)
+	case ok:
+		rep.mark = mark
+	}
 	log.Info("data directory checked", "stores", len(rep.logStores)+1, "took", time.Since(start).Round(time.Millisecond).String())
 	return rep, nil
 }
@@ -335,7 +351,9 @@ func (g *gatedSM) open(stopc <-chan struct{}) (applied uint64, err error) {
 //     machine's store was durable (it calls Sync first); a store below it
 //     has lost writes that were synced;
 //   - the state machine applies only entries the Raft log holds durably; a
-//     log that ends below the applied index has lost entries.
+//     log that ends below the applied index, or below the applied mark (the
+//     highest index applied before a kill; the store itself may hold less,
+//     having no WAL), has lost entries, some of them acknowledged.
 //
 // Either refuses the start, naming the store's files. A failed Open is
 // refused too, naming the damaged file if there is one.
@@ -374,8 +392,11 @@ func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID u
 			"the state machine's store is at applied index %d, but Raft recorded it as durable up to index %d (snapshot %d): writes that were synced are gone",
 			applied, ss.OnDiskIndex, ss.Index)))
 	}
-	if _, last := lr.GetRange(); applied > last {
+	if _, last := lr.GetRange(); max(applied, rep.mark) > last {
 		problem := fmt.Sprintf("the Raft log ends at index %d, but the state machine applied index %d from it: entries that were synced are gone", last, applied)
+		if rep.mark > applied {
+			problem = fmt.Sprintf("the Raft log ends at index %d, but the state machine had applied index %d from it (its applied mark; its store holds index %d): entries that were synced and applied are gone", last, rep.mark, applied)
+		}
 		if st, ok := logStoreOf(nhc, shardID); ok && rep.logStores[st.Dir] != nil {
 			return damaged(storecheck.LostWrites(rep.logStores[st.Dir], problem))
 		}

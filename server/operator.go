@@ -61,6 +61,7 @@ func (s *Server) ownCommands() []operator.Command {
 	// The cells of the fleet (cellcmds.go): zkraft's own, for the super user.
 	// Those that change the map answer POST (form or query), the others GET.
 	return []operator.Command{
+		{Name: "cell_abort", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellAbortJSON))},
 		{Name: "cell_create", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellCreateJSON))},
 		{Name: "cell_delete", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellDeleteJSON))},
 		{Name: "cell_limits", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellLimitsJSON))},
@@ -69,6 +70,9 @@ func (s *Server) ownCommands() []operator.Command {
 		{Name: "cell_release", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellReleaseJSON))},
 		{Name: "cell_show", Auth: operator.AuthSuper, JSON: s.viewJSON(cellShowJSON)},
 		{Name: "cells", Auth: operator.AuthSuper, JSON: s.viewJSON(cellsJSON)},
+		{Name: "member_leave", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(memberLeaveJSON))},
+		{Name: "member_promote", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(memberPromoteJSON))},
+		{Name: "member_remove", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(memberRemoveJSON))},
 		// ZooKeeper 3.9's AdminServer (shed_connections is on its main branch, ZOOKEEPER-5015).
 		{Name: "shed_connections", Aliases: []string{"shed"}, Serving: true, Auth: operator.AuthAllOnRoot, Post: s.adminPost(shedConnectionsPost)}, // shed.go
 		{Name: "snapshot", Aliases: []string{"snap"}, Serving: true, Auth: operator.AuthAllOnRoot, Get: s.adminPost(snapshotGet)},                  // snapshotstream.go

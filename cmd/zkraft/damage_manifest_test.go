@@ -32,7 +32,7 @@ func TestDamagedStateMachineManifest(t *testing.T) {
 			}
 			t.Run(s.Name+"/"+d.name, func(t *testing.T) {
 				start := time.Now()
-				o := startDamaged(t, s, manifest, d, 0)
+				o := startDamaged(t, s, manifest, d)
 				t.Logf("state MANIFEST (%s) %s: %v (%v)", manifest, d.name, o, time.Since(start).Round(time.Millisecond))
 				if o.problem != "" {
 					t.Errorf("%s %s: %v", manifest, d.name, o)

@@ -347,6 +347,8 @@ func fileKind(rel string) string {
 		}
 	case top == "raft" || top == "raft-wal":
 		k = pebbleKind("Raft log")
+	case top == "state" && base == "ZKRAFT-APPLIED":
+		k = "state applied mark"
 	case top == "state":
 		k = pebbleKind("state")
 	}
@@ -393,7 +395,7 @@ func damageTargets(t *testing.T, dir string) map[string]string {
 	for _, k := range []string{"raft/dragonboat.ds", "raft-wal/dragonboat.ds", "raft/NODEHOST.ID",
 		"Raft log WAL", "Raft log sst", "Raft log MANIFEST", "Raft log CURRENT", "Raft log OPTIONS",
 		"snapshot data", "snapshot snapshot.metadata",
-		"state WAL", "state sst", "state MANIFEST", "state CURRENT", "state OPTIONS"} {
+		"state sst", "state MANIFEST", "state CURRENT", "state OPTIONS", "state applied mark"} {
 		if out[k] == "" {
 			t.Fatalf("the seed has no %s file: the test would not cover it", k)
 		}
@@ -443,10 +445,8 @@ func (o outcome) String() string {
 }
 
 // startDamaged copies the seed, damages rel with d, starts the member on
-// the copy and judges how the start ended. lostTail, when not 0, allows the
-// served tree to miss writes among the last lostTail acknowledged (see
-// TestDamagedDataFiles).
-func startDamaged(t *testing.T, s *damageSeed, rel string, d damage, lostTail int) outcome {
+// the copy and judges how the start ended.
+func startDamaged(t *testing.T, s *damageSeed, rel string, d damage) outcome {
 	t.Helper()
 	caseDir := t.TempDir()
 	dataDir := filepath.Join(caseDir, "data")
@@ -478,14 +478,6 @@ func startDamaged(t *testing.T, s *damageSeed, rel string, d damage, lostTail in
 	}
 	if len(o.missing) > 0 {
 		o.problem = "acknowledged writes lost"
-		if lostTail > 0 {
-			o.problem = ""
-			for _, p := range o.missing {
-				if s.AckSeq[p] <= s.Acks-lostTail {
-					o.problem = fmt.Sprintf("acknowledged write %s lost (%d-th of %d acknowledged), before the tail a kill may lose", p, s.AckSeq[p], s.Acks)
-				}
-			}
-		}
 	}
 	if strings.Contains(m.stderr(), "panic") {
 		o.problem = "panic: " + firstLines(m.stderr(), 3)
@@ -578,28 +570,19 @@ func verifyDamaged(t *testing.T, s *damageSeed) []string {
 // can tell; TestDamagedStateMachineManifest has these cases.
 var tornManifest = map[string]bool{"truncated to half": true, "last 8 bytes cut": true, "8 bytes flipped mid-file": true}
 
-// killLostTail bounds how many of the last writes acknowledged before a
-// SIGKILL a damaged newest WAL of the Raft log may lose without the member
-// knowing (see TestDamagedDataFiles): the state machine's store commits
-// without sync, and Pebble keeps its WAL's last, partial 32 KiB block in
-// memory until the block fills or a sync, so after a kill the store lags
-// the Raft log by up to that block, about a hundred writes of these sizes.
-const killLostTail = 256
-
 // TestDamagedDataFiles damages each kind of file of a member's data
 // directory in each way (after a clean stop and after SIGKILL) and checks
 // how the member starts: it serves every acknowledged write, or it exits
 // with one line naming the file.
 //
-// One kind is allowed less: after SIGKILL, the newest WAL of the Raft log
-// holds the only copy of the last writes (the state machine's store has
-// not yet written them out, see killLostTail), and a WAL cut at a record
-// boundary looks just like a write the kill cut short. The member cannot
-// tell, as a standalone ZooKeeper cannot tell with its newest transaction
-// log; there it may serve without writes among the last killLostTail
-// acknowledged, never without older ones. (After a clean stop the state
-// machine's store holds every write, and the member refuses a Raft log
-// that lost any.)
+// The state machine's store has no WAL (raftsm's liveOptions; what its
+// WAL file holds after a clean close is an empty trailer): after SIGKILL
+// the newest WAL of the Raft log holds the only copy of the writes applied
+// since the store's last flush. A damage that cuts them off leaves a log
+// that ends below the state machine's applied mark (raftsm/mark.go), and
+// the member refuses it, naming the WAL; ZooKeeper serves its tree without
+// the writes of a transaction log cut short, and refuses only one whose
+// checksum fails. No case may serve without an acknowledged write.
 func TestDamagedDataFiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts zkraft about 120 times; skipped with -short")
@@ -616,13 +599,9 @@ func TestDamagedDataFiles(t *testing.T) {
 				if k == "state MANIFEST" && tornManifest[d.name] {
 					continue
 				}
-				lostTail := 0
-				if s.Name == "killed" && k == "Raft log WAL" {
-					lostTail = killLostTail
-				}
 				t.Run(s.Name+"/"+k+"/"+d.name, func(t *testing.T) {
 					start := time.Now()
-					o := startDamaged(t, s, targets[k], d, lostTail)
+					o := startDamaged(t, s, targets[k], d)
 					t.Logf("%s (%s) %s: %v (%v)", k, targets[k], d.name, o, time.Since(start).Round(time.Millisecond))
 					if o.problem != "" {
 						t.Errorf("%s %s: %v", targets[k], d.name, o)

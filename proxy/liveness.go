@@ -26,7 +26,8 @@ import (
 // member was starved; the two were not told apart.) So a deadline that
 // passes is not the verdict: the reader then asks the kernel how many
 // bytes wait on the socket (SIOCINQ), and finds the member silent only
-// when none does, its bufio buffer is empty too, and a second, fresh
+// when none does, its bufio buffer is empty too, a keep-alive written
+// after the member's last frame went unanswered for the bound, and a second, fresh
 // wait of two intervals, started once the reader runs again, brings
 // nothing either. Each deadline that passed with bytes waiting is
 // counted (starvedWakeups) and logged with how late the reader woke and
@@ -126,6 +127,7 @@ type livenessStats struct {
 	mu struct {
 		sync.Mutex
 		starved  int64         // deadlines passed with bytes waiting
+		unsent   int64         // deadlines passed with no keep-alive written since the member's last frame
 		graced   int64         // deadlines passed with nothing waiting, then a frame within the grace
 		silent   int64         // connections closed as silent
 		lateMax  time.Duration // the latest a reader woke after its deadline
@@ -139,6 +141,8 @@ func (l *livenessStats) note(kind string, late time.Duration, msg string) {
 	switch kind {
 	case "starved":
 		l.mu.starved++
+	case "unsent":
+		l.mu.unsent++
 	case "graced":
 		l.mu.graced++
 	case "silent":
@@ -148,15 +152,25 @@ func (l *livenessStats) note(kind string, late time.Duration, msg string) {
 	l.mu.lastNote = msg
 }
 
-// waitFrame waits until a frame's first byte can be read: until deadline,
-// then, if the member looks silent, judges it (above). It returns nil
-// when a byte is there, errUpstreamSilent when the member is silent, or
-// the read's error.
-func (u *upConn) waitFrame(deadline time.Time) error {
+// waitFrame waits until a frame's first byte can be read, the member
+// having been heard from last at last: until the idle bound after it,
+// then, if the member looks silent, judges it (above). It returns ready
+// when a byte is there; otherwise next, the time to count the idle bound
+// from again (the member owes no answer yet), or errUpstreamSilent when
+// the member is silent, or the read's error.
+//
+// The member answers keep-alives: it owes a byte only once a KeepAlive
+// was written after its last frame (kaAt, kaWritten), and is silent only
+// when none came for the idle bound after that write. On a loaded
+// machine the proxy's own keep-alive loop or writer may not run for
+// seconds (the 100,000-session run of docs/proxy.md saw the proxies'
+// scheduler latency reach 5 s at p99): a member is not silent for not
+// answering what was never sent.
+func (u *upConn) waitFrame(last time.Time) (ready bool, next time.Time, err error) {
+	deadline := last.Add(u.idle)
 	u.nc.SetReadDeadline(deadline)
-	_, err := u.br.Peek(1)
-	if err == nil || !isTimeout(err) {
-		return err
+	if _, err = u.br.Peek(1); err == nil || !isTimeout(err) {
+		return err == nil, last, err
 	}
 	now := time.Now()
 	late := now.Sub(deadline)
@@ -167,9 +181,22 @@ func (u *upConn) waitFrame(deadline time.Time) error {
 		msg := fmt.Sprintf("read deadline passed with %d bytes waiting: the proxy's reader was late by %v (scheduler latency p99 %v, max %v since the last look)", pending, late.Round(time.Millisecond), p99, mx)
 		p.liveness.note("starved", late, msg)
 		p.log.Info("upstream reader starved, member not silent", "member", u.addr, "pending", pending, "late", late.Round(time.Millisecond).String(), "schedP99", p99.String(), "schedMax", mx.String())
-		return nil
+		return true, last, nil
 	}
-	// Nothing waits: give the member one more interval from now, when
+	k, w := u.kaAt.Load(), u.kaWritten.Load()
+	if k == 0 || w < k {
+		// No keep-alive written since the member's last frame: it owes
+		// nothing yet.
+		p99, mx := p.sched.since()
+		msg := fmt.Sprintf("no keep-alive written for %v since the member's last frame: the proxy was late, not the member (scheduler latency p99 %v, max %v)", now.Sub(last).Round(time.Millisecond), p99, mx)
+		p.liveness.note("unsent", late, msg)
+		p.log.Info("upstream quiet, but the proxy wrote no keep-alive since its last frame", "member", u.addr, "quiet", now.Sub(last).Round(time.Millisecond).String(), "schedP99", p99.String(), "schedMax", mx.String())
+		return false, now, nil
+	}
+	if written := time.Unix(0, w); now.Before(written.Add(u.idle)) {
+		return false, written, nil // a keep-alive went out late: the bound counts from it
+	}
+	// Nothing waits: give the member two more intervals from now, when
 	// this reader demonstrably runs.
 	grace := 2 * p.cfg.KeepAliveInterval
 	u.nc.SetReadDeadline(now.Add(grace))
@@ -179,17 +206,17 @@ func (u *upConn) waitFrame(deadline time.Time) error {
 		msg := fmt.Sprintf("a frame came %v after the idle bound (reader late by %v, scheduler latency p99 %v, max %v)", time.Since(deadline).Round(time.Millisecond), late.Round(time.Millisecond), p99, mx)
 		p.liveness.note("graced", late, msg)
 		p.log.Info("upstream slow, not silent", "member", u.addr, "late", late.Round(time.Millisecond).String(), "after", time.Since(deadline).Round(time.Millisecond).String(), "schedP99", p99.String())
-		return nil
+		return true, last, nil
 	}
 	if !isTimeout(err) {
-		return err
+		return false, last, err
 	}
 	if pendingBytes(u.nc) > 0 || u.br.Buffered() > 0 {
 		p.liveness.note("starved", time.Since(now.Add(grace)), "read deadline passed twice with bytes waiting")
-		return nil
+		return true, last, nil
 	}
 	p99, mx := p.sched.since()
-	msg := fmt.Sprintf("no byte for %v and %v more (reader late by %v, scheduler latency p99 %v, max %v)", u.idle, grace, late.Round(time.Millisecond), p99, mx)
+	msg := fmt.Sprintf("no byte for %v after a keep-alive written %v ago, and %v more (reader late by %v, scheduler latency p99 %v, max %v)", u.idle, time.Since(time.Unix(0, w)).Round(time.Millisecond), grace, late.Round(time.Millisecond), p99, mx)
 	p.liveness.note("silent", late, msg)
-	return fmt.Errorf("%w: %s", errUpstreamSilent, msg)
+	return false, last, fmt.Errorf("%w: %s", errUpstreamSilent, msg)
 }

@@ -252,7 +252,7 @@ func (p *Proxy) upstreamJSON() operator.Object {
 	member, connects, failures, lastError, at := p.upstats.mu.member, p.upstats.mu.connects, p.upstats.mu.failures, p.upstats.mu.lastError, p.upstats.mu.since
 	p.upstats.mu.Unlock()
 	p.liveness.mu.Lock()
-	starved, graced, silent, lateMax, note := p.liveness.mu.starved, p.liveness.mu.graced, p.liveness.mu.silent, p.liveness.mu.lateMax, p.liveness.mu.lastNote
+	starved, unsent, graced, silent, lateMax, note := p.liveness.mu.starved, p.liveness.mu.unsent, p.liveness.mu.graced, p.liveness.mu.silent, p.liveness.mu.lateMax, p.liveness.mu.lastNote
 	p.liveness.mu.Unlock()
 	since := ""
 	if !at.IsZero() {
@@ -287,6 +287,7 @@ func (p *Proxy) upstreamJSON() operator.Object {
 		{"sessions_not_reattached", p.stats.reattachFailed.Load()},
 		{"sessions_detached_expired", p.stats.detachedExpired.Load()},
 		{"reader_starved", starved},
+		{"keepalive_unwritten", unsent},
 		{"member_slow", graced},
 		{"member_silent", silent},
 		{"reader_late_max_ms", lateMax.Milliseconds()},

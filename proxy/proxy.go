@@ -320,6 +320,7 @@ func (p *Proxy) keepAliveLoop() {
 		up := p.mu.up
 		p.mu.Unlock()
 		if up != nil {
+			up.kaAt.CompareAndSwap(0, time.Now().UnixNano())
 			up.send(false, wire.AppendRecord(nil, wire.KindKeepAlive, 0, &wire.KeepAlive{Sessions: ids}))
 			p.stats.keepAliveBatches.Add(1)
 			p.stats.keepAliveIDs.Add(int64(len(ids)))

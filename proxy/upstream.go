@@ -42,6 +42,11 @@ type upConn struct {
 	// shared watches, from version 2 on (nil before).
 	version int32
 	sw      *sharedWatches
+	// kaAt is when the first keep-alive after the member's last frame was
+	// queued (0: none since), kaWritten when the writer last wrote with
+	// one queued: the member owes an answer only from then (liveness.go).
+	// Unix ns.
+	kaAt, kaWritten atomic.Int64
 
 	// mu guards the channel table.
 	mu struct {
@@ -114,8 +119,13 @@ func (u *upConn) run() error {
 		if u.br.Buffered() == 0 {
 			// The member is silent only when waitFrame, which tells a
 			// starved reader from a silent member (liveness.go), says so.
-			if err := u.waitFrame(last.Add(u.idle)); err != nil {
+			ready, next, err := u.waitFrame(last)
+			if err != nil {
 				return err
+			}
+			if !ready {
+				last = next
+				continue
 			}
 			// The rest of a frame whose first byte came.
 			u.nc.SetReadDeadline(time.Now().Add(frameTimeout))
@@ -125,6 +135,7 @@ func (u *upConn) run() error {
 			return err
 		}
 		last = time.Now()
+		u.kaAt.Store(0) // the member answered whatever it owed
 		switch kind {
 		case wire.KindData:
 			if c := u.channel(ch); c != nil {
@@ -230,6 +241,7 @@ func (u *upConn) writer() {
 			return
 		}
 		u.nc.SetWriteDeadline(time.Now().Add(upstreamWriteTimeout))
+		ka := u.kaAt.Load() // queued before these frames were taken, if at all
 		bufs := net.Buffers(frames)
 		if _, err := bufs.WriteTo(u.nc); err != nil {
 			// The reader then ends, and the proxy decides what becomes of
@@ -237,6 +249,9 @@ func (u *upConn) writer() {
 			u.out.Close()
 			u.nc.Close()
 			return
+		}
+		if ka != 0 && u.kaWritten.Load() < ka {
+			u.kaWritten.Store(time.Now().UnixNano())
 		}
 	}
 }

@@ -499,7 +499,7 @@ func (r *run) zooKeeper() error {
 // (docs/proxy.md, Liveness), and the sessions kept across upstream
 // losses.
 func (r *run) upstreamFigures() string {
-	keys := []string{"connects", "member_silent", "member_slow", "reader_starved", "sessions_detached", "sessions_reattached", "sessions_not_reattached", "sessions_detached_expired"}
+	keys := []string{"connects", "member_silent", "member_slow", "reader_starved", "keepalive_unwritten", "sessions_detached", "sessions_reattached", "sessions_not_reattached", "sessions_detached_expired"}
 	sum := map[string]float64{}
 	lateMax, answered := 0.0, 0
 	hc := http.Client{Timeout: 10 * time.Second}

@@ -7,6 +7,7 @@ import (
 	"net"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/zkraft/zkraft/jute"
@@ -38,14 +39,31 @@ type client struct {
 	nc net.Conn
 	ip string
 
-	up *upConn // set by the handshake, read-only afterwards
-	ch int64
+	// up and ch are the upstream connection and channel the client's
+	// session is attached to: set by the handshake, and again when the
+	// session is reattached on a new upstream connection (reattach.go),
+	// while the client is detached (fl.detached), so that its reader,
+	// which takes them in admit, never sends on a channel half set.
+	up atomic.Pointer[upConn]
+	ch atomic.Int64
 
 	sessionID atomic.Int64
 	timeout   atomic.Int64 // negotiated, ms
+	passwd    []byte       // the session's, from the ConnectResponse (upstream reader, then reattach)
 	zxid      atomic.Int64 // the highest zxid the channel carried
-	connected bool         // the ConnectResponse came (upstream reader only)
+	// told is the highest zxid the client was given (replies,
+	// notifications, pings): its lastZxidSeen, the zxid its session's
+	// watches are re-set from when the session is reattached.
+	told      atomic.Int64
+	connected atomic.Bool  // the ConnectResponse came
 	heard     atomic.Int64 // Unix ns of the client's last packet (dump's expiry)
+	// reattaching: the session's reattach was sent on a new channel and
+	// its ConnectResponse has not come (it is consumed here, never given
+	// to the client); it holds one of the proxy's reattach slots.
+	reattaching atomic.Bool
+	// detachTimer closes the client when its session is not reattached
+	// within its timeout (reattach.go).
+	detachTimer *time.Timer
 	// evq holds notifications while requests are outstanding (held,
 	// watches.go); upstream reader only. holding says it is not empty,
 	// for the client's reader (a ping's answer).
@@ -69,6 +87,9 @@ type client struct {
 		flights []flight
 		bytes   int
 		closed  bool // the client went away: no more answers are counted
+		// detached: the upstream connection ended and the session waits
+		// to be reattached on the next; the reader waits in admit.
+		detached bool
 	}
 	// out is the outbox: frames (each a length and a body) for the
 	// flusher.
@@ -80,8 +101,21 @@ type client struct {
 		closed     bool
 		closeAfter bool
 	}
-	done      chan struct{}
-	closeOnce sync.Once
+	done       chan struct{}
+	closeOnce  sync.Once
+	finishOnce sync.Once
+
+	// The reader between frames (poller.go): rc and fd are the socket's
+	// raw connection and descriptor; rbuf the bytes read and not yet
+	// taken as frames (nil while the client is parked with no frame half
+	// read). pmu guards parked (no reader goroutine: the poller starts
+	// one), pclosed (the socket is closing: no more epoll calls on fd)
+	// and pollAdded (fd is in the poller's set).
+	rc                         syscall.RawConn
+	fd                         int
+	rbuf                       []byte
+	pmu                        sync.Mutex
+	parked, pclosed, pollAdded bool
 }
 
 // flight is one request forwarded and not answered.
@@ -96,6 +130,12 @@ type flight struct {
 	keys  []upKey
 	path  string
 	wtype int32
+	// exist: the exist watches a setWatches re-set (the member holds
+	// them as data watches; a reattach must re-set them as exist
+	// watches). internal: the proxy's own request (a reattached session's
+	// setWatches), whose reply the client never sees.
+	exist    []string
+	internal bool
 }
 
 // heldNote is a notification held for a client (held).
@@ -110,7 +150,14 @@ type heldNote struct {
 const maxHeldNotes = 1 << 16
 
 func newClient(p *Proxy, nc net.Conn, ip string) *client {
-	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{})}
+	c := &client{p: p, nc: nc, ip: ip, done: make(chan struct{}), fd: -1}
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			if fd, err := rawFd(rc); err == nil {
+				c.rc, c.fd = rc, fd
+			}
+		}
+	}
 	c.fl.cond.L = &c.fl.Mutex
 	c.stats.init(time.Now())
 	return c
@@ -119,12 +166,28 @@ func newClient(p *Proxy, nc net.Conn, ip string) *client {
 // outboxLimit: beyond it a client that does not read is closed.
 func (c *client) outboxLimit() int { return 2*queueBytes + c.p.cfg.MaxBuffer }
 
+// serve runs the handshake, then reads the client's requests (pump)
+// until it parks or the connection ends.
 func (c *client) serve() {
-	defer c.finish()
+	if !c.handshake() {
+		c.finish()
+		return
+	}
+	c.nc.SetReadDeadline(time.Time{}) // from now on the keep-alive loop judges liveness (sweepIdle)
+	c.pump()
+}
+
+// handshake reads the ConnectRequest (or a four-letter word, answered
+// here) and opens the client's channel upstream; false when the
+// connection is over.
+func (c *client) handshake() bool {
+	if c.rc == nil {
+		return false // not a socket: never from the listener
+	}
 	c.nc.SetReadDeadline(time.Now().Add(handshakeTimeout))
 	var first [4]byte
 	if _, err := io.ReadFull(c.nc, first[:]); err != nil {
-		return
+		return false
 	}
 	c.stats.received.Add(1)
 	c.p.stats.received.Add(1)
@@ -135,35 +198,35 @@ func (c *client) serve() {
 		if out, ok := c.p.reg.Word(w, c.p.cfg.FourLetterWords, c.nc, opMember{c.p}); ok {
 			operator.Answer(c.nc, out, operator.DefaultLinger, func() {})
 		}
-		return
+		return false
 	}
 	body, err := c.readBody(first[:])
 	if err != nil {
-		return
+		return false
 	}
 	if err := jute.Unmarshal(body, new(jute.ConnectRequest)); err != nil {
-		return // as a member: a handshake that does not decode closes
+		return false // as a member: a handshake that does not decode closes
 	}
 	up := c.p.upstream(c.p.cfg.HandshakeWait, c.done)
 	if up == nil {
 		c.p.stats.handshakeRefused.Add(1)
-		return // no member: the client tries its next address
+		return false // no member: the client tries its next address
 	}
-	c.up = up
-	ch, err := up.open(c, body)
-	if err != nil {
-		return
+	c.up.Store(up)
+	if _, err := up.open(c, body); err != nil {
+		return false
 	}
-	c.ch = ch
-	if err := c.readLoop(); err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
-		c.p.log.Debug("client connection ended", "session", c.sessionID.Load(), "err", err)
-	}
+	return true
 }
 
-func (c *client) finish() {
-	if c.up != nil {
-		c.up.closeChannel(c.ch)
-		if sw := c.up.sw; sw != nil {
+// finish ends the client's part upstream and in the proxy, once.
+func (c *client) finish() { c.finishOnce.Do(c.finishNow) }
+
+func (c *client) finishNow() {
+	c.releaseSlot()
+	if up := c.up.Load(); up != nil {
+		up.closeChannel(c.ch.Load())
+		if sw := up.sw; sw != nil {
 			sw.dropClient(c)
 			c.fl.Lock()
 			flights := c.fl.flights
@@ -192,23 +255,92 @@ func (c *client) readBody(prefix []byte) ([]byte, error) {
 
 var errFrameLength = errors.New("proxy: frame length out of range")
 
-// readLoop forwards the client's requests until the connection ends.
-func (c *client) readLoop() error {
-	var lenBuf [4]byte
+// readBufBytes is a reader's buffer: most frames (pings, small requests)
+// fit, several at once; a bigger frame gets a buffer of its own.
+const readBufBytes = 4 << 10
+
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufBytes); return &b }}
+
+// pump reads and forwards the client's requests while bytes come, then
+// parks the client (poller.go) and returns; the connection's end
+// finishes the client.
+func (c *client) pump() {
+	err := c.readFrames()
+	if err == errParked {
+		return
+	}
+	if err != nil && !errors.Is(err, errEOF) && !errors.Is(err, net.ErrClosed) {
+		c.p.log.Debug("client connection ended", "session", c.sessionID.Load(), "err", err)
+	}
+	c.closeNow()
+	c.finish()
+}
+
+// readFrames takes every whole frame read, reads more without waiting,
+// and parks the client once nothing more is there (errParked), its buffer
+// given back when no frame is half read.
+func (c *client) readFrames() error {
 	for {
-		idle := handshakeTimeout
-		if t := c.timeout.Load(); t > 0 {
-			// As a member: two session timeouts and a keep-alive interval.
-			idle = 2*time.Duration(t)*time.Millisecond + c.p.cfg.KeepAliveInterval
+		buf, off := c.rbuf, 0
+		for len(buf)-off >= 4 {
+			n := int32(binary.BigEndian.Uint32(buf[off:]))
+			if n < 0 || int(n) > c.p.cfg.MaxBuffer {
+				return errFrameLength
+			}
+			if len(buf)-off < 4+int(n) {
+				break
+			}
+			if err := c.request(buf[off+4 : off+4+int(n)]); err != nil {
+				return err
+			}
+			off += 4 + int(n)
 		}
-		c.nc.SetReadDeadline(time.Now().Add(idle))
-		if _, err := io.ReadFull(c.nc, lenBuf[:]); err != nil {
+		rest := copy(buf, buf[off:])
+		buf = buf[:rest]
+		if need := 4; rest >= 4 {
+			need = 4 + int(binary.BigEndian.Uint32(buf))
+			if need > cap(buf) {
+				big := make([]byte, rest, need)
+				copy(big, buf)
+				c.putBuf(buf)
+				buf = big
+			}
+		}
+		if buf == nil {
+			buf = (*readBufs.Get().(*[]byte))[:0]
+		}
+		c.rbuf = buf
+		n, err := c.tryRead(buf[len(buf):cap(buf)])
+		switch {
+		case err == errWouldBlock:
+			if len(buf) == 0 {
+				c.putBuf(buf)
+				c.rbuf = nil
+			}
+			if c.park() {
+				return errParked
+			}
+			return net.ErrClosed
+		case err != nil:
 			return err
 		}
-		body, err := c.readBody(lenBuf[:])
-		if err != nil {
-			return err
-		}
+		c.rbuf = buf[:len(buf)+n]
+	}
+}
+
+// putBuf gives a reader's buffer back to the pool.
+func (c *client) putBuf(b []byte) {
+	if cap(b) == readBufBytes {
+		b = b[:readBufBytes]
+		readBufs.Put(&b)
+	}
+}
+
+// request takes one frame body from the client: a ping is answered here,
+// anything else forwarded on the client's channel. body is the reader's
+// buffer: nothing here keeps it.
+func (c *client) request(body []byte) error {
+	{
 		now := time.Now()
 		c.heard.Store(now.UnixNano())
 		c.stats.received.Add(1)
@@ -229,60 +361,72 @@ func (c *client) readLoop() error {
 			// setWatches after a reconnect.
 			z := c.zxid.Load()
 			if !c.holding.Load() {
-				z = max(z, c.up.zxid.Load())
+				z = max(z, c.up.Load().zxid.Load())
 			}
+			c.tell(z)
 			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: z}
 			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
 			c.queue(jute.AppendFrame(nil, &h))
-			continue
+			return nil
 		}
 		f := flight{size: len(body), op: hdr.Type, at: now, xid: hdr.Xid}
-		frame := func() []byte { return wire.AppendFrame(nil, wire.KindData, c.ch, body) }
-		if sw := c.up.sw; sw != nil {
-			switch hdr.Type {
-			case jute.OpRemoveWatches, jute.OpCheckWatches:
-				req := new(jute.RemoveWatchesRequest) // checkWatches' record is the same
-				if jute.Unmarshal(body[requestHeaderLen:], req) == nil {
-					f.path, f.wtype = req.Path, req.Type
-				}
-			default:
-				f.keys = sharedKeys(hdr.Type, body[requestHeaderLen:])
-			}
-			if f.keys != nil {
-				keys := f.keys
-				frame = func() []byte {
-					return wire.AppendRecord(nil, wire.KindDataShared, c.ch, &wire.DataShared{Gen: sw.sendShared(keys), Request: body})
-				}
-			}
-		}
-		if !c.admit(f) {
+		up, ch, ok := c.admit(&f, body)
+		if !ok {
 			return net.ErrClosed
 		}
-		if err := c.up.send(true, frame()); err != nil {
+		frame := wire.AppendFrame(nil, wire.KindData, ch, body)
+		if f.keys != nil {
+			frame = wire.AppendRecord(nil, wire.KindDataShared, ch, &wire.DataShared{Gen: up.sw.sendShared(f.keys), Request: body})
+		}
+		if err := up.send(true, frame); err != nil {
 			return err
+		}
+		return nil
+	}
+}
+
+// sharedParts fills in what f's request means for up's shared watches.
+func sharedParts(up *upConn, f *flight, body []byte) {
+	if up.sw == nil {
+		return
+	}
+	switch f.op {
+	case jute.OpRemoveWatches, jute.OpCheckWatches:
+		req := new(jute.RemoveWatchesRequest) // checkWatches' record is the same
+		if jute.Unmarshal(body[requestHeaderLen:], req) == nil {
+			f.path, f.wtype = req.Path, req.Type
+		}
+	default:
+		f.keys = sharedKeys(f.op, body[requestHeaderLen:])
+		if f.keys != nil {
+			f.exist = existPaths(f.op, body[requestHeaderLen:])
 		}
 	}
 }
 
 // admit waits until the client's forwarded-and-unanswered requests leave
-// room for one more (one is always admitted), and counts it. The request
-// is then sent before any other of the client's, so that flights stay in
-// the order the member answers.
-func (c *client) admit(f flight) bool {
+// room for one more (one is always admitted) and its session is attached
+// upstream, and counts it; it returns the upstream connection and channel
+// to send it on (body is the request, for its shared watches). The
+// request is then sent before any other of the client's, so that flights
+// stay in the order the member answers.
+func (c *client) admit(f *flight, body []byte) (*upConn, int64, bool) {
 	c.fl.Lock()
 	defer c.fl.Unlock()
-	for len(c.fl.flights) > 0 && (len(c.fl.flights) >= maxOutstanding || c.fl.bytes+f.size > queueBytes) {
+	for c.fl.detached || len(c.fl.flights) > 0 && (len(c.fl.flights) >= maxOutstanding || c.fl.bytes+f.size > queueBytes) {
 		if isClosed(c.done) {
-			return false
+			return nil, 0, false
 		}
 		c.fl.cond.Wait()
 	}
 	if c.fl.closed || isClosed(c.done) {
-		return false
+		return nil, 0, false
 	}
-	c.fl.flights = append(c.fl.flights, f)
+	up := c.up.Load()
+	sharedParts(up, f, body)
+	c.fl.flights = append(c.fl.flights, *f)
 	c.fl.bytes += f.size
-	return true
+	return up, c.ch.Load(), true
 }
 
 // answered counts the oldest forwarded request as answered and returns
@@ -352,23 +496,49 @@ func (c *client) deliver(zxid int64, frame []byte) {
 	if zxid > c.zxid.Load() {
 		c.zxid.Store(zxid)
 	}
+	c.tell(zxid)
 	c.queue(frame)
 }
 
-// fromUpstream takes one frame the member sent on the channel: first the
-// ConnectResponse, then replies (one per forwarded request, in order) and
-// notifications. It runs on the upstream connection's reader and never
-// waits for the client.
-func (c *client) fromUpstream(body []byte) {
-	if !c.connected {
-		c.connected = true
+// tell records that the client was given zxid z.
+func (c *client) tell(z int64) {
+	for {
+		cur := c.told.Load()
+		if z <= cur || c.told.CompareAndSwap(cur, z) {
+			return
+		}
+	}
+}
+
+// fromUpstream takes one frame the member sent on the client's channel of
+// u: first the ConnectResponse, then replies (one per forwarded request,
+// in order) and notifications. It runs on u's reader and never waits for
+// the client.
+func (c *client) fromUpstream(u *upConn, body []byte) {
+	if !c.connected.Load() {
 		resp := new(jute.ConnectResponse)
 		if err := jute.Unmarshal(body, resp); err != nil {
 			c.close()
 			return
 		}
+		if c.reattaching.Load() {
+			// The proxy's own reattach: the client has its session.
+			c.releaseSlot()
+			if resp.SessionID != c.sessionID.Load() || resp.TimeOut <= 0 {
+				c.p.stats.reattachFailed.Add(1)
+				c.p.log.Info("session not reattached (expired): its client is closed", "session", hexID(c.sessionID.Load()))
+				c.close()
+				return
+			}
+			c.p.stats.reattached.Add(1)
+			c.connected.Store(true)
+			c.p.alive.Record(resp.SessionID)
+			return
+		}
+		c.connected.Store(true)
 		c.timeout.Store(int64(resp.TimeOut))
 		c.sessionID.Store(resp.SessionID)
+		c.passwd = resp.Passwd
 		if resp.SessionID != 0 {
 			c.p.alive.Record(resp.SessionID)
 		}
@@ -381,10 +551,10 @@ func (c *client) fromUpstream(body []byte) {
 		return
 	}
 	if h.Zxid > 0 {
-		c.up.seen(h.Zxid)
+		u.seen(h.Zxid)
 	}
 	switch {
-	case h.Xid == jute.XidNotification && c.up.sw != nil:
+	case h.Xid == jute.XidNotification && u.sw != nil:
 		// The channel's own notifications (setWatches' catch-up) keep
 		// their place among the held shared ones.
 		c.held(h.Zxid, frameOf(body))
@@ -395,25 +565,27 @@ func (c *client) fromUpstream(body []byte) {
 		if h.Zxid > c.zxid.Load() {
 			c.zxid.Store(h.Zxid)
 		}
+		c.tell(h.Zxid)
 		c.queue(frameOf(body))
 		return
 	}
 	f, left, ok := c.answered()
 	frame := frameOf(body)
-	if ok && c.up.sw != nil {
+	if ok && u.sw != nil {
 		if f.keys != nil {
-			c.up.sw.readDone(f.keys)
+			u.sw.readDone(f.keys)
+			u.sw.markExist(c, &f, h.Err)
 		}
 		if (f.op == jute.OpRemoveWatches || f.op == jute.OpCheckWatches) && f.path != "" {
 			// The session's shared watches are the proxy's: a watch removed
 			// (or found) here makes the member's NOWATCHER an OK.
-			if c.up.sw.watcherOp(c, f.path, f.wtype, f.op == jute.OpRemoveWatches) && h.Err == jute.ErrNoWatcher {
+			if u.sw.watcherOp(c, f.path, f.wtype, f.op == jute.OpRemoveWatches) && h.Err == jute.ErrNoWatcher {
 				h.Err = jute.ErrOK
 				frame = jute.AppendFrame(nil, &h)
 			}
 		}
 	}
-	if ok {
+	if ok && !f.internal {
 		c.answeredAt(f, h, time.Now())
 	}
 	if len(c.evq) > 0 {
@@ -422,7 +594,10 @@ func (c *client) fromUpstream(body []byte) {
 	if h.Zxid > c.zxid.Load() {
 		c.zxid.Store(h.Zxid)
 	}
-	c.queue(frame)
+	if !f.internal {
+		c.tell(h.Zxid)
+		c.queue(frame)
+	}
 	if left == 0 && len(c.evq) > 0 {
 		c.release(0, true)
 	}
@@ -513,11 +688,25 @@ func (c *client) close() { c.closeNow() }
 
 func (c *client) closeNow() {
 	c.closeOnce.Do(func() {
+		// Out of the poller's set before the descriptor closes (it may
+		// be reused at once); a parked client has no reader to finish
+		// it.
+		c.pmu.Lock()
+		c.pclosed = true
+		parked := c.parked
+		c.parked = false
+		if c.fd >= 0 {
+			c.p.poll.forgetLocked(c, c.fd)
+		}
+		c.pmu.Unlock()
 		close(c.done)
 		c.nc.Close()
 		c.fl.Lock()
 		c.fl.cond.Broadcast()
 		c.fl.Unlock()
+		if parked {
+			c.p.goTracked(c.finish)
+		}
 	})
 }
 

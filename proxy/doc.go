@@ -18,12 +18,19 @@
 //
 // With protocol version 2 identical watches of its sessions are one
 // watch on the member, fanned out here with ZooKeeper's guarantees per
-// session (watches.go, docs/proxy.md).
+// session (watches.go, docs/proxy.md), and when its upstream connection
+// ends it keeps the clients with nothing in flight and reattaches their
+// sessions, watches included, on the next one (reattach.go). A member is
+// silent only when no byte waits on the socket after the idle bound and
+// none comes in a grace counted from when the reader runs (liveness.go).
+// An idle client holds no goroutine: its reader parks it in the proxy's
+// epoll set once nothing is left to read (poller.go).
 //
 // Lock order: Proxy.mu, then upConn.mu, then client.fl, then client.out;
 // sharedWatches.mu (watches.go) is taken alone or before upConn.out (an
 // Unwatch is queued under it); upConn.out is otherwise taken alone. The
 // figures' locks (stats.go: connStats.mu, proxyStats.mu,
 // upstreamStats.mu) are taken with no other held, but for client.fl under
-// connStats.mu (Connections).
+// connStats.mu (Connections). client.pmu is taken with no other lock
+// held, then poller.mu.
 package proxy

@@ -251,6 +251,9 @@ func (p *Proxy) upstreamJSON() operator.Object {
 	p.upstats.mu.Lock()
 	member, connects, failures, lastError, at := p.upstats.mu.member, p.upstats.mu.connects, p.upstats.mu.failures, p.upstats.mu.lastError, p.upstats.mu.since
 	p.upstats.mu.Unlock()
+	p.liveness.mu.Lock()
+	starved, graced, silent, lateMax, note := p.liveness.mu.starved, p.liveness.mu.graced, p.liveness.mu.silent, p.liveness.mu.lateMax, p.liveness.mu.lastNote
+	p.liveness.mu.Unlock()
 	since := ""
 	if !at.IsZero() {
 		since = at.UTC().Format(time.RFC3339)
@@ -279,6 +282,15 @@ func (p *Proxy) upstreamJSON() operator.Object {
 		{"connections_rejected", p.stats.connRejected.Load()},
 		{"handshakes_without_upstream", p.stats.handshakeRefused.Load()},
 		{"stalled_clients_closed", p.stats.stalledClosed.Load()},
+		{"sessions_detached", p.stats.detached.Load()},
+		{"sessions_reattached", p.stats.reattached.Load()},
+		{"sessions_not_reattached", p.stats.reattachFailed.Load()},
+		{"sessions_detached_expired", p.stats.detachedExpired.Load()},
+		{"reader_starved", starved},
+		{"member_slow", graced},
+		{"member_silent", silent},
+		{"reader_late_max_ms", lateMax.Milliseconds()},
+		{"last_liveness_note", note},
 	}
 }
 

@@ -15,10 +15,11 @@ import (
 // clientWatches are the paths of c's watches in the data table (getData,
 // exists, persistent and recursive) and the child table, sorted.
 func (c *client) clientWatches() (data, child []string) {
-	if c.up == nil || c.up.sw == nil {
+	up := c.up.Load()
+	if up == nil || up.sw == nil {
 		return nil, nil
 	}
-	sw := c.up.sw
+	sw := up.sw
 	sw.mu.Lock()
 	for k := range c.subs {
 		if k.table == wire.WatchTableChild {

@@ -36,8 +36,17 @@ type Proxy struct {
 
 	stats   proxyStats    // packets, latencies, refusals (stats.go)
 	upstats upstreamStats // the upstream connection's history
-	ops     []*opsServer  // AdminServer and Prometheus listeners, set by New
-	reg     *operator.Registry
+	// liveness and sched: the upstream reader's judgements of a silent
+	// member, and the scheduler latency it logs with them (liveness.go).
+	liveness livenessStats
+	sched    schedLatency
+	ops      []*opsServer // AdminServer and Prometheus listeners, set by New
+	// poll starts the readers of parked clients (poller.go).
+	poll *poller
+	// reattachSlots holds one token per reattach in flight
+	// (reattachWindow).
+	reattachSlots chan struct{}
+	reg           *operator.Registry
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -48,8 +57,11 @@ type Proxy struct {
 		sync.Mutex
 		up      *upConn // the upstream connection, nil while there is none
 		clients map[*client]struct{}
-		perIP   map[string]int
-		closed  bool
+		// detached are the clients kept when the upstream connection
+		// ended, whose sessions wait to be reattached (reattach.go).
+		detached map[*client]struct{}
+		perIP    map[string]int
+		closed   bool
 	}
 }
 
@@ -67,16 +79,27 @@ func New(cfg Config) (*Proxy, error) {
 	p.stats.started = time.Now()
 	p.reg = newRegistry(p)
 	p.mu.clients = map[*client]struct{}{}
+	p.mu.detached = map[*client]struct{}{}
+	p.reattachSlots = make(chan struct{}, reattachWindow)
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
+	if p.poll, err = newPoller(p); err != nil {
+		ln.Close()
+		return nil, fmt.Errorf("proxy: epoll: %w", err)
+	}
 	if err := p.startOps(); err != nil {
+		p.poll.release()
 		p.closeOps()
 		p.cancel()
 		p.wg.Wait()
 		ln.Close()
 		return nil, err
 	}
-	p.wg.Add(3)
+	p.wg.Add(4)
+	go func() {
+		defer p.wg.Done()
+		p.poll.run()
+	}()
 	go p.acceptLoop()
 	go p.upstreamLoop()
 	go p.keepAliveLoop()
@@ -112,7 +135,9 @@ func (p *Proxy) Close() error {
 	for _, c := range clients {
 		c.close()
 	}
+	p.poll.close()
 	p.wg.Wait()
+	p.poll.release()
 	return err
 }
 
@@ -179,6 +204,7 @@ func (p *Proxy) unregister(c *client) {
 		return
 	}
 	delete(p.mu.clients, c)
+	delete(p.mu.detached, c)
 	if p.mu.perIP[c.ip]--; p.mu.perIP[c.ip] <= 0 {
 		delete(p.mu.perIP, c.ip)
 	}
@@ -237,17 +263,39 @@ func (p *Proxy) upstreamLoop() {
 			return
 		}
 		p.mu.up = u
+		var orphans []*client
+		if u.sw == nil {
+			// A version 1 connection: the proxy does not know the
+			// sessions' watches, so it cannot re-set them.
+			for c := range p.mu.detached {
+				orphans = append(orphans, c)
+			}
+			clear(p.mu.detached)
+		}
 		p.mu.Unlock()
+		for _, c := range orphans {
+			c.close()
+		}
 		p.upstats.connected(addr, time.Now())
 		p.log.Info("upstream connected", "member", addr)
+		if u.sw != nil {
+			p.goTracked(func() { p.reattachAll(u) })
+		}
 		err = u.run()
 		p.mu.Lock()
 		p.mu.up = nil
 		p.mu.Unlock()
 		p.upstats.lost(err)
-		u.close()
+		kept := u.lose(p.ctx.Err() == nil)
+		p.mu.Lock()
+		for _, c := range kept {
+			if _, ok := p.mu.clients[c]; ok {
+				p.mu.detached[c] = struct{}{}
+			}
+		}
+		p.mu.Unlock()
 		if p.ctx.Err() == nil {
-			p.log.Warn("upstream lost: its clients are closed and reconnect", "member", addr, "err", err)
+			p.log.Warn("upstream lost: sessions without requests in flight are kept and reattached on the next connection, the other clients closed", "member", addr, "err", err, "kept", len(kept))
 		}
 	}
 }
@@ -266,6 +314,7 @@ func (p *Proxy) keepAliveLoop() {
 			return
 		case <-t.C:
 		}
+		p.sweepIdle(time.Now())
 		ids := p.alive.Drain()
 		p.mu.Lock()
 		up := p.mu.up
@@ -295,4 +344,28 @@ func (p *Proxy) Upstream() string {
 		return ""
 	}
 	return p.mu.up.addr
+}
+
+// sweepIdle closes the clients silent for two session timeouts and a
+// keep-alive interval, as a member closes a connection whose reader's
+// deadline passed (a parked client has no reader, poller.go). A client
+// in its handshake has its reader's deadline.
+func (p *Proxy) sweepIdle(now time.Time) {
+	p.mu.Lock()
+	clients := make([]*client, 0, len(p.mu.clients))
+	for c := range p.mu.clients {
+		clients = append(clients, c)
+	}
+	p.mu.Unlock()
+	for _, c := range clients {
+		t := c.timeout.Load()
+		if t <= 0 {
+			continue
+		}
+		bound := 2*time.Duration(t)*time.Millisecond + p.cfg.KeepAliveInterval
+		if now.Sub(time.Unix(0, c.heard.Load())) > bound {
+			p.log.Debug("client silent for two session timeouts: closed", "session", hexID(c.sessionID.Load()))
+			c.close()
+		}
+	}
 }

@@ -69,6 +69,9 @@ type proxyStats struct {
 	keepAliveBatches atomic.Int64
 	keepAliveIDs     atomic.Int64 // session ids sent in them, in all
 	lastBatch        atomic.Int64 // sessions in the last batch
+	// sessions kept across upstream losses (reattach.go): detached,
+	// reattached, refused by the member, closed at their timeout
+	detached, reattached, reattachFailed, detachedExpired atomic.Int64
 
 	mu struct {
 		sync.Mutex

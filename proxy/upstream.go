@@ -20,6 +20,9 @@ const (
 	// upstreamWriteTimeout closes an upstream connection that does not
 	// take what is written to it.
 	upstreamWriteTimeout = 10 * time.Second
+	// frameTimeout bounds the wait for the rest of a frame whose first
+	// byte came.
+	frameTimeout = 10 * time.Second
 )
 
 // upConn is one upstream connection to a member, carrying every client's
@@ -106,16 +109,26 @@ func dialVersion(p *Proxy, addr string, version int32) (*upConn, error) {
 // to its channel's client in the order received.
 func (u *upConn) run() error {
 	max := u.p.cfg.MaxBuffer + wire.Overhead
+	last := time.Now()
 	for {
-		u.nc.SetReadDeadline(time.Now().Add(u.idle))
+		if u.br.Buffered() == 0 {
+			// The member is silent only when waitFrame, which tells a
+			// starved reader from a silent member (liveness.go), says so.
+			if err := u.waitFrame(last.Add(u.idle)); err != nil {
+				return err
+			}
+			// The rest of a frame whose first byte came.
+			u.nc.SetReadDeadline(time.Now().Add(frameTimeout))
+		}
 		kind, ch, payload, err := wire.ReadFrame(u.br, max)
 		if err != nil {
 			return err
 		}
+		last = time.Now()
 		switch kind {
 		case wire.KindData:
 			if c := u.channel(ch); c != nil {
-				c.fromUpstream(payload)
+				c.fromUpstream(u, payload)
 			}
 		case wire.KindClose:
 			if c := u.drop(ch); c != nil {
@@ -174,6 +187,7 @@ func (u *upConn) open(c *client, connect []byte) (int64, error) {
 	u.mu.next++
 	ch := u.mu.next
 	u.mu.chans[ch] = c
+	c.ch.Store(ch)
 	u.mu.Unlock()
 	return ch, u.send(true, wire.AppendRecord(nil, wire.KindOpen, ch, &wire.Open{ClientAddr: c.nc.RemoteAddr().String(), Connect: connect}))
 }
@@ -218,7 +232,10 @@ func (u *upConn) writer() {
 		u.nc.SetWriteDeadline(time.Now().Add(upstreamWriteTimeout))
 		bufs := net.Buffers(frames)
 		if _, err := bufs.WriteTo(u.nc); err != nil {
-			u.close()
+			// The reader then ends, and the proxy decides what becomes of
+			// the clients (lose).
+			u.out.Close()
+			u.nc.Close()
 			return
 		}
 	}
@@ -227,7 +244,13 @@ func (u *upConn) writer() {
 // close ends the connection and closes every client on it: they see
 // Disconnected and reconnect (to this proxy once it has a new upstream
 // connection, or to their next address).
-func (u *upConn) close() {
+func (u *upConn) close() { u.lose(false) }
+
+// lose ends the connection. With keep, a client whose session can be
+// reattached on the next connection is kept (detach, reattach.go), and
+// the others are closed; without, all are. It returns the clients kept.
+func (u *upConn) lose(keep bool) []*client {
+	var kept []*client
 	u.closeOnce.Do(func() {
 		u.out.Close()
 		u.nc.Close()
@@ -237,9 +260,14 @@ func (u *upConn) close() {
 		u.mu.chans = nil
 		u.mu.Unlock()
 		for _, c := range chans {
+			if keep && c.detach(u) {
+				kept = append(kept, c)
+				continue
+			}
 			c.close()
 		}
 	})
+	return kept
 }
 
 // replyHeader decodes a downstream frame's header.

@@ -60,6 +60,10 @@ type upEntry struct {
 type sub struct {
 	has int32
 	at  [3]int64
+	// exist: the one-shot watch of a data key was set by exists on a
+	// znode that did not exist (ZooKeeper's client keeps it as an exist
+	// watch, which setWatches re-sets with other rules than a data watch).
+	exist bool
 }
 
 func modeIndex(m int32) int {
@@ -268,7 +272,7 @@ func (sw *sharedWatches) event(e *wire.Event) {
 				if m == wire.WatchStandard {
 					s.has &^= m
 				}
-				if c.evSeq != sw.seq && !denied(e.Denied, c.ch) {
+				if c.evSeq != sw.seq && !denied(e.Denied, c.ch.Load()) {
 					c.evSeq = sw.seq
 					targets = append(targets, c)
 				}
@@ -409,4 +413,105 @@ func (sw *sharedWatches) counts() (upstream, local int) {
 		local += len(e.subs)
 	}
 	return upstream, local
+}
+
+// existPaths are the exist watches a setWatches request re-sets.
+func existPaths(op jute.OpCode, body []byte) []string {
+	switch op {
+	case jute.OpSetWatches:
+		r := new(jute.SetWatches)
+		if jute.Unmarshal(body, r) == nil {
+			return r.ExistWatches
+		}
+	case jute.OpSetWatches2:
+		r := new(jute.SetWatches2)
+		if jute.Unmarshal(body, r) == nil {
+			return r.ExistWatches
+		}
+	}
+	return nil
+}
+
+// markExist records, from the reply (err) to c's watch-setting read f,
+// whether c's one-shot data watches are exist watches: exists on a
+// missing znode sets one, a read that found the znode a data watch, and
+// setWatches re-sets the exist watches it names.
+func (sw *sharedWatches) markExist(c *client, f *flight, err jute.ErrCode) {
+	set := func(path string, exist bool) {
+		if e := sw.keys[upKey{wire.WatchTableData, path, wire.WatchPersistent}]; e != nil {
+			if s := e.subs[c]; s != nil && s.has&wire.WatchStandard != 0 {
+				s.exist = exist
+			}
+		}
+	}
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	switch f.op {
+	case jute.OpExists, jute.OpGetData:
+		if len(f.keys) == 1 && (err == jute.ErrOK || err == jute.ErrNoNode) {
+			set(f.keys[0].path, f.op == jute.OpExists && err == jute.ErrNoNode)
+		}
+	case jute.OpSetWatches, jute.OpSetWatches2:
+		for _, p := range f.exist {
+			set(p, true)
+		}
+	}
+}
+
+// takeClient removes c from every fan-out list of the connection, which
+// ended, and returns its watches as the setWatches that re-sets them on
+// the next connection from relativeZxid: one-shot data, exist and child
+// watches, persistent and recursive ones, as a ZooKeeper client re-sets
+// its own after a reconnect.
+func (sw *sharedWatches) takeClient(c *client, relativeZxid int64) *jute.SetWatches2 {
+	sw.mu.Lock()
+	defer sw.mu.Unlock()
+	req := &jute.SetWatches2{RelativeZxid: relativeZxid}
+	persistent := map[string]bool{}
+	for k := range c.subs {
+		e := sw.keys[k]
+		if e == nil {
+			continue
+		}
+		s := e.subs[c]
+		delete(e.subs, c)
+		if s == nil {
+			continue
+		}
+		switch {
+		case k.mode == wire.WatchRecursive:
+			if s.has&wire.WatchRecursive != 0 {
+				req.PersistentRecursiveWatches = append(req.PersistentRecursiveWatches, k.path)
+			}
+		case k.table == wire.WatchTableData:
+			if s.has&wire.WatchStandard != 0 {
+				if s.exist {
+					req.ExistWatches = append(req.ExistWatches, k.path)
+				} else {
+					req.DataWatches = append(req.DataWatches, k.path)
+				}
+			}
+			if s.has&wire.WatchPersistent != 0 {
+				persistent[k.path] = true
+			}
+		default:
+			if s.has&wire.WatchStandard != 0 {
+				req.ChildWatches = append(req.ChildWatches, k.path)
+			}
+			if s.has&wire.WatchPersistent != 0 {
+				persistent[k.path] = true
+			}
+		}
+	}
+	for p := range persistent {
+		req.PersistentWatches = append(req.PersistentWatches, p)
+	}
+	// In a fixed order: the member's events for them come in it.
+	slices.Sort(req.DataWatches)
+	slices.Sort(req.ExistWatches)
+	slices.Sort(req.ChildWatches)
+	slices.Sort(req.PersistentWatches)
+	slices.Sort(req.PersistentRecursiveWatches)
+	c.subs = nil
+	return req
 }

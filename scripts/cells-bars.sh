@@ -7,26 +7,36 @@
 #   scaling    four cells c1..c4 on the same 3 members against one cell (c1)
 #              at the same per-cell load (-inflight per cell): the aggregate
 #              write throughput of four over one's (the bar: >= 1.5x);
-#   isolation  cell c2 at -inflight 16 alone, and beside c1 driven with 64
-#              in flight past its max_request_rate (200/s per member): c2's
+#   isolation  cell c2 at -inflight 16 alone, beside c1 driven with 64 in
+#              flight past its max_request_rate (LIMIT=200/s per member, so
+#              600/s for the cell), and beside c1 driven at about its limit
+#              (AT_INFLIGHT=4 in flight: no request waits for long): c2's
 #              p99 beside c1 over alone (the bar: a rise of at most 20 %).
+#              c2 is measured only once c1 has created its znodes and
+#              warmed up (c1's set-up runs at its rate too).
 #
-# Each comparison runs ROUNDS alternating pairs (A then B, B then A, ...)
-# and prints every run, the load average before it, and the medians. The
-# figures are printed, never asserted: on a shared machine they measure the
-# machine as much as zkraft; repeat them on a quiet one.
+# Each comparison runs ROUNDS alternating rounds (A, B[, C], then reversed)
+# and prints every run, the load average before it, the medians, c1's
+# achieved rate and, over each c2 run, each member's CPU (% of one core)
+# and fdatasync calls a second (with perf, when it may trace the members),
+# and each load generator's CPU. The figures are printed, never asserted:
+# on a shared machine they measure the machine as much as zkraft; repeat
+# them on a quiet one.
 #
-# Usage: scripts/cells-bars.sh            (ROUNDS=3 DURATION=8s WARMUP=2s)
-# Bounded: 4 x ROUNDS runs of WARMUP+DURATION each, plus start-up (about 3
-# minutes with the defaults). Needs jq. Work files under $CELLS_BARS_DIR
-# (default: a new /tmp/cells-bars.XXXXXX, removed at the end unless KEEP=1).
+# Usage: scripts/cells-bars.sh   (ROUNDS=3 DURATION=8s WARMUP=2s LIMIT=200
+#                                 AT_INFLIGHT=4; ONLY=isolation skips scaling;
+#                                 ZKRAFT_BIN=path measures that binary)
+# Bounded: (2 + 3) x ROUNDS runs of WARMUP+DURATION each, plus start-up and
+# c1's set-ups (about 5 minutes with the defaults). Needs jq. Work files
+# under $CELLS_BARS_DIR (default: a new /tmp/cells-bars.XXXXXX, removed at
+# the end unless KEEP=1).
 set -euo pipefail
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 rounds="${ROUNDS:-3}"
 duration="${DURATION:-8s}"
 warmup="${WARMUP:-2s}"
-# c1, driven past its limit, runs longer than c2's warm-up and window.
-limited_duration="${LIMITED_DURATION:-12s}"
+limit="${LIMIT:-200}"
+at_inflight="${AT_INFLIGHT:-4}"
 command -v jq >/dev/null || { echo "cells-bars.sh needs jq" >&2; exit 2; }
 dir="${CELLS_BARS_DIR:-$(mktemp -d /tmp/cells-bars.XXXXXX)}"
 mkdir -p "$dir"
@@ -51,8 +61,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-(cd "$repo_root" && go build -o "$dir/zkraft" ./cmd/zkraft)
-zk="$dir/zkraft"
+# ZKRAFT_BIN: a zkraft binary to measure instead of building this tree's
+# (to compare two commits with the same script).
+zk="${ZKRAFT_BIN:-$dir/zkraft}"
+if [[ -z "${ZKRAFT_BIN:-}" ]]; then
+	(cd "$repo_root" && go build -o "$zk" ./cmd/zkraft)
+fi
 
 ip() { echo "127.$net.0.$1"; }
 lines=""
@@ -97,7 +111,60 @@ bench() {
 	"$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing "$@"
 }
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+secs() { awk -v d="$1" 'BEGIN {if (d ~ /ms$/) print d / 1000; else print d + 0}'; }
 
+# measure CMD...: runs CMD while counting each member's CPU ticks and, with
+# perf, its fdatasync calls; sets cpu_line. Its stdout is CMD's.
+have_perf=0
+if command -v perf >/dev/null && perf stat -x, -e syscalls:sys_enter_fdatasync -p "${pids[0]}" sleep 0.1 >/dev/null 2>&1; then
+	have_perf=1
+fi
+ticks() { for p in "${pids[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat"; done; }
+measure() {
+	local t0 t1 s0 s1 i perfs=()
+	mapfile -t t0 < <(ticks)
+	s0=$(date +%s.%N)
+	if ((have_perf)); then
+		for i in 0 1 2; do
+			perf stat -x, -e syscalls:sys_enter_fdatasync -p "${pids[i]}" -o "$dir/perf$i" >/dev/null 2>&1 &
+			perfs+=($!)
+		done
+	fi
+	# A run that fails (a connection lost on a loaded machine) is reported
+	# and left out of the medians; the others go on.
+	run_ok=1
+	"$@" || run_ok=0
+	mapfile -t t1 < <(ticks)
+	s1=$(date +%s.%N)
+	for p in "${perfs[@]}"; do kill -INT "$p" 2>/dev/null || true; done
+	for p in "${perfs[@]}"; do wait "$p" 2>/dev/null || true; done
+	local el
+	el=$(awk -v a="$s0" -v b="$s1" 'BEGIN {print b - a}')
+	cpu_line="members CPU"
+	for i in 0 1 2; do
+		cpu_line+=$(awk -v d=$((t1[i] - t0[i])) -v el="$el" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf " %.0f%%", d / hz / el * 100}')
+	done
+	if ((have_perf)); then
+		cpu_line+=", fdatasync/s"
+		for i in 0 1 2; do
+			cpu_line+=$(awk -F, -v el="$el" '/fdatasync/ {printf " %.0f", $1 / el}' "$dir/perf$i")
+		done
+	fi
+}
+# client_cpu FILE: a load generator's CPU (% of one core) from /usr/bin/time's "user sys elapsed".
+client_cpu() { awk '{if ($3 > 0) printf "%.0f%%", ($1 + $2) / $3 * 100; else print "?"}' "$1"; }
+timed() {
+	local out=$1
+	shift
+	if [[ -x /usr/bin/time ]]; then
+		/usr/bin/time -f "%U %S %e" -o "$out" "$@"
+	else
+		echo "0 0 0" >"$out"
+		"$@"
+	fi
+}
+
+if [[ "${ONLY:-}" != isolation ]]; then
 echo "== scaling: one cell vs four cells on the same 3 members, -workload write -inflight 64 per cell, $duration (+$warmup warm-up)"
 one=() four=()
 for r in $(seq "$rounds"); do
@@ -107,56 +174,93 @@ for r in $(seq "$rounds"); do
 		la=$(loadavg)
 		if [[ $kind == one ]]; then
 			# shellcheck disable=SC2046
-			out=$(bench -inflight 64 $(cell 1))
+			measure bench -inflight 64 $(cell 1) >"$dir/run.json"
+			if ((!run_ok)); then
+				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
+				continue
+			fi
+			out=$(cat "$dir/run.json")
 			t=$(jq '.aggregate_throughput' <<<"$out")
 			one+=("$t")
-			printf 'round %d  one cell    load %5s  %8.0f ops/s  p99 %6.1f ms\n' "$r" "$la" "$t" \
-				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")"
+			printf 'round %d  one cell    load %5s  %8.0f ops/s  p99 %6.1f ms  (%s)\n' "$r" "$la" "$t" \
+				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")" "$cpu_line"
 		else
 			# shellcheck disable=SC2046
-			out=$(bench -inflight 64 $(cell 1) $(cell 2) $(cell 3) $(cell 4))
+			measure bench -inflight 64 $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
+			if ((!run_ok)); then
+				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
+				continue
+			fi
+			out=$(cat "$dir/run.json")
 			t=$(jq '.aggregate_throughput' <<<"$out")
 			four+=("$t")
-			printf 'round %d  four cells  load %5s  %8.0f ops/s aggregate  per cell %s\n' "$r" "$la" "$t" \
-				"$(jq -r '[.cells[] | "\(.cell) \(.result.throughput | floor) ops/s p99 \(.result.latency.p99_us / 1000 | floor) ms"] | join(", ")' <<<"$out")"
+			printf 'round %d  four cells  load %5s  %8.0f ops/s aggregate  per cell %s  (%s)\n' "$r" "$la" "$t" \
+				"$(jq -r '[.cells[] | "\(.cell) \(.result.throughput | floor) ops/s p99 \(.result.latency.p99_us / 1000 | floor) ms"] | join(", ")' <<<"$out")" "$cpu_line"
 		fi
 	done
 done
 m1=$(printf '%s\n' "${one[@]}" | median)
 m4=$(printf '%s\n' "${four[@]}" | median)
 printf 'median: one cell %.0f ops/s, four cells %.0f ops/s aggregate: %.2fx (bar: >= 1.5x)\n' "$m1" "$m4" "$(awk -v a="$m4" -v b="$m1" 'BEGIN {print a / b}')"
+fi
 
-echo "== isolation: c2 at -inflight 16, alone and beside c1 driven with 64 in flight past max_request_rate 200"
-"$zk" cell limits c1 --max-request-rate 200 --admin "$admin" >/dev/null
-alone=() beside=()
+echo "== isolation: c2 at -inflight 16, alone, beside c1 driven with 64 in flight past max_request_rate $limit (per member), and beside c1 at about its limit (-inflight $at_inflight)"
+"$zk" cell limits c1 --max-request-rate "$limit" --admin "$admin" >/dev/null
+c2_window=$(awk -v a="$(secs "$duration")" -v b="$(secs "$warmup")" 'BEGIN {print a + b}')
+# beside INFLIGHT: c1 at INFLIGHT, c2 measured once c1 runs its load.
+beside() {
+	# shellcheck disable=SC2046
+	timed "$dir/c1.time" "$zk" bench -json -workload write -duration "$(awk -v w="$c2_window" 'BEGIN {print w + 4}')s" -warmup "$warmup" \
+		-delete-existing -prefix /zkraft-bench-c1 -inflight "$1" $(cell 1) >"$dir/c1.json" 2>"$dir/c1.log" &
+	local c1pid=$! i
+	# c1's set-up (its znodes, created at its rate) and warm-up first.
+	for i in $(seq 1200); do
+		grep -qs 'in flight' "$dir/c1.log" && break
+		sleep 0.1
+	done
+	sleep "$(secs "$warmup")"
+	# shellcheck disable=SC2046
+	measure timed "$dir/c2.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight 16 $(cell 2) >"$dir/run.json" 2>"$dir/c2.err"
+	wait "$c1pid" || true
+	out=$(cat "$dir/run.json")
+	c1_line=$(jq -r '"c1 \(.aggregate_throughput | floor) ops/s p99 \(.cells[0].result.latency.p99_us / 1000 | floor) ms"' "$dir/c1.json" 2>/dev/null || echo 'c1 ?')
+	c1_line+=", c1's client CPU $(client_cpu "$dir/c1.time")"
+}
+alone=() past=() at=()
 for r in $(seq "$rounds"); do
-	order=(alone beside)
-	((r % 2 == 0)) && order=(beside alone)
+	order=(alone past at)
+	((r % 2 == 0)) && order=(at past alone)
 	for kind in "${order[@]}"; do
 		la=$(loadavg)
-		if [[ $kind == alone ]]; then
+		c1_line="c1 idle"
+		case $kind in
+		alone)
 			# shellcheck disable=SC2046
-			out=$(bench -inflight 16 $(cell 2))
-			p=$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")
-			alone+=("$p")
-			printf 'round %d  c2 alone     load %5s  p99 %6.1f ms  %6.0f ops/s\n' "$r" "$la" "$p" "$(jq '.cells[0].result.throughput' <<<"$out")"
-		else
-			# shellcheck disable=SC2046
-			"$zk" bench -q -json -workload write -duration "$limited_duration" -warmup "$warmup" -delete-existing -inflight 64 $(cell 1) >"$dir/c1.json" 2>/dev/null &
-			over=$!
-			sleep 1
-			# shellcheck disable=SC2046
-			out=$(bench -inflight 16 $(cell 2))
-			wait "$over" || true
-			p=$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")
-			beside+=("$p")
-			printf 'round %d  c2 beside c1 load %5s  p99 %6.1f ms  %6.0f ops/s  (c1 over its limit: %s ops/s)\n' "$r" "$la" "$p" \
-				"$(jq '.cells[0].result.throughput' <<<"$out")" "$(jq '.aggregate_throughput | floor' "$dir/c1.json" 2>/dev/null || echo '?')"
+			measure timed "$dir/c2.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight 16 $(cell 2) >"$dir/run.json" 2>"$dir/c2.err"
+			out=$(cat "$dir/run.json")
+			;;
+		past) beside 64 ;;
+		at) beside "$at_inflight" ;;
+		esac
+		if ((!run_ok)); then
+			printf 'round %d  c2 %-14s load %5s  failed: %s\n' "$r" "$kind" "$la" "$(tail -1 "$dir/c2.err" 2>/dev/null)"
+			continue
 		fi
+		p=$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")
+		case $kind in
+		alone) alone+=("$p") ;;
+		past) past+=("$p") ;;
+		at) at+=("$p") ;;
+		esac
+		printf 'round %d  c2 %-14s load %5s  p99 %6.1f ms  %6.0f ops/s  (%s; %s, c2'"'"'s client CPU %s)\n' "$r" "$kind" "$la" "$p" \
+			"$(jq '.cells[0].result.throughput' <<<"$out")" "$c1_line" "$cpu_line" "$(client_cpu "$dir/c2.time")"
 	done
 done
 "$zk" cell limits c1 --max-request-rate 0 --admin "$admin" >/dev/null
 ma=$(printf '%s\n' "${alone[@]}" | median)
-mb=$(printf '%s\n' "${beside[@]}" | median)
-printf 'median: c2 p99 alone %.1f ms, beside c1 over its limit %.1f ms: %+.0f %% (bar: <= +20 %%)\n' "$ma" "$mb" "$(awk -v a="$mb" -v b="$ma" 'BEGIN {print (a / b - 1) * 100}')"
+mp=$(printf '%s\n' "${past[@]}" | median)
+mt=$(printf '%s\n' "${at[@]}" | median)
+rise() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%+.0f", (a / b - 1) * 100}'; }
+printf 'median: c2 p99 alone %.1f ms, beside c1 past its limit %.1f ms (%s %%), beside c1 at its limit %.1f ms (%s %%) (bar: <= +20 %%)\n' \
+	"$ma" "$mp" "$(rise "$mp" "$ma")" "$mt" "$(rise "$mt" "$ma")"
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -30,10 +30,18 @@ else
 	(cd "$repo_root" && go build -o "$tmp/zkraft" ./cmd/zkraft)
 	"$tmp/zkraft" --client-addr "127.0.0.1:$port" --raft-addr "127.0.0.1:$raft" --data-dir "$tmp/data" --max-client-cnxns 0 2>"$tmp/server.log" &
 	pid=$!
-	for _ in $(seq 1 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+	# Until it listens (up to 60 s on a slow machine; it used to go on after
+	# 10 s whether or not), or fail if it exited.
+	listening=""
+	for _ in $(seq 1 600); do
+		(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && listening=1 && break
+		kill -0 "$pid" 2>/dev/null || break
 		sleep 0.1
 	done
+	if [[ -z "$listening" ]]; then
+		echo "zkraft does not listen on 127.0.0.1:$port" >&2
+		exit 1
+	fi
 	addr="127.0.0.1:$port"
 fi
 

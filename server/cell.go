@@ -29,7 +29,7 @@ type cell struct {
 	zxid     atomic.Int64  // last zxid applied on this member
 	leader   atomic.Bool   // this member leads the shard
 	leaderID atomic.Uint64 // the shard's leader as last reported, 0 if none
-	resets   atomic.Int64  // states installed from another replica's snapshot
+	resets   atomic.Int64  // states installed from another replica's snapshot (conn.resetsAtAccept)
 	// reqs are the request figures of the connections of the cell's
 	// ports (srvr, stat, mntr; Prometheus with the cell label).
 	reqs cellCounters
@@ -47,6 +47,7 @@ type cell struct {
 	localReads atomic.Bool
 
 	leaderGen  atomic.Uint64 // bumps on every leader change, for the grace timer
+	lastLeader atomic.Uint64 // the last leader known (never 0 once one was)
 	servingMu  sync.Mutex
 	servingCh  chan struct{} // closed when a leader becomes known
 	changeCh   chan struct{} // closed at the next leader change
@@ -85,6 +86,7 @@ func newCell(s *Server, name string, shardID, replicaID uint64) *cell {
 		watches:    newRegistry(),
 		resumables: newResumables(),
 	}
+	c.rate.after = s.routines.afterFunc
 	c.mu.owners = map[int64]*conn{}
 	c.mu.seen = map[int64]uint64{}
 	return c
@@ -126,12 +128,16 @@ func (c *cell) Applied(shardID uint64, zxid int64, events []raftsm.Event) {
 				owner.sessionClosed()
 			}
 		case raftsm.EventReset:
-			c.resets.Add(1)
 			c.watches.reset(ev.Zxid)
 			// The state came from another replica's snapshot: watches here
 			// may have missed changes and sessions differ. Clients reconnect
-			// (re-sending their watches) and the tracker is rebuilt.
-			c.srv.routines.start(func() { c.srv.closeClients(c) })
+			// (re-sending their watches) and the tracker is rebuilt. Only
+			// the connections accepted before this reset are closed (see
+			// conn.resetsAtAccept): one accepted since, which the closing
+			// goroutine may find when it runs late, has seen only the new
+			// state and keeps its connection.
+			n := c.resets.Add(1)
+			c.srv.routines.start(func() { c.srv.closeClientsBeforeReset(c, n) })
 			c.srv.routines.start(c.reloadSessions)
 		case raftsm.EventKeepAlive:
 			c.tracker.Touch(ev.Sessions...)
@@ -175,11 +181,16 @@ func (c *cell) leaderUpdated(info raftio.LeaderInfo) {
 	if prev != info.LeaderID {
 		c.notifyLeaderChange()
 	}
-	if prev != 0 && prev != info.LeaderID {
-		// Requests already on their way to the old leader would wait for
-		// their timeout: connections with requests in flight are closed
-		// now, so those clients retry at once (idle ones stay).
-		c.srv.routines.start(func() { c.srv.closeBusyClients(c) })
+	if info.LeaderID != 0 {
+		if last := c.lastLeader.Swap(info.LeaderID); last != 0 && last != info.LeaderID {
+			// Requests already on their way to the old leader would wait
+			// for their timeout (its entries may be lost): connections
+			// with requests in flight are closed now, so those clients
+			// retry at once (idle ones stay). A leader that stepped down
+			// (no leader for a while) and was elected again keeps its log,
+			// so the requests it holds complete: nothing is closed then.
+			c.srv.routines.start(func() { c.srv.closeBusyClients(c) })
+		}
 	}
 	if info.LeaderID == 0 && prev != 0 {
 		// Like a ZooKeeper follower that lost its leader, stop serving, but

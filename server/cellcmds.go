@@ -33,6 +33,7 @@ import (
 //	cell_release  ?name=                   let the members of a cell created with import=true start it (after zkraft import --cell on each)
 //	cell_limits   ?name= [&max_...=]       replace a cell's limits
 //	cell_move     ?name= &voters= [&observers=]  move a cell's replicas to another placement, online
+//	cell_abort    ?name=                   abort a cell's move: its placement stays, the replicas the move added leave the shard
 //	cell_delete   ?name= [&force=true]     delete: refused unless the cell is empty (read here) or forced
 //	cell_purge    ?name=                   drop a deleted cell from the map (its name and ports are free again)
 //
@@ -482,4 +483,18 @@ func cellMoveJSON(s *cellView, q url.Values) (jobj, string) {
 		return jobj{}, "the default cell's replicas are the ensemble's members: change them with reconfig"
 	}
 	return replyJSON(s.fleet.propose(ctx, &fleet.BeginMove{Name: c.Name, Expect: c.Updated, Target: fleet.Placement{Voters: voters, Observers: observers}}))
+}
+
+// cellAbortJSON aborts a cell's move (abortMove): the placement stays, the
+// replica ids given to the target's new members are retired; their members
+// stop and remove those replicas, and the member of the cell's leader takes
+// them out of the shard (leaderDuties).
+func cellAbortJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	c, errText := s.cellFor(ctx, q.Get("name"))
+	if errText != "" {
+		return jobj{}, errText
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.AbortMove{Name: c.Name, Expect: c.Updated}))
 }

@@ -401,6 +401,83 @@ func TestCellMoveWhileWriting(t *testing.T) {
 	t.Logf("%d writes acknowledged across the move, all on member 4", len(acked))
 }
 
+// TestCellAbortMove: a move that cannot finish (its new member is down:
+// its replica, added to the shard as a voter, never catches up) is
+// aborted with the AdminServer's cell_abort; the cell keeps its placement,
+// and the member of its leader takes the added replica out of the shard,
+// so the shard's quorum is the placement's again. The cell takes writes
+// throughout.
+func TestCellAbortMove(t *testing.T) {
+	servers := fleetOf(t, 4)
+	port := uint16(freeport.Port(t))
+	rep, err := servers[0].fleet.propose(context.Background(), &fleet.CreateCell{Name: "stuck", Placement: fleet.Placement{Voters: []uint64{1, 2, 3}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create: %v %v", rep, err)
+	}
+	for _, i := range []int{0, 1, 2} {
+		waitServed(t, servers[i], "stuck")
+	}
+	m := waitMap(t, servers[0], "stuck active", func(m *fleet.Map) bool { c, _ := m.Cell("stuck"); return c.State == fleet.CellActive })
+	cur, _ := m.Cell("stuck")
+	servers[3].Close()
+	rep, err = servers[0].fleet.propose(context.Background(), &fleet.BeginMove{Name: "stuck", Expect: cur.Updated, Target: fleet.Placement{Voters: []uint64{1, 2, 4}}})
+	if err != nil || !rep.OK() {
+		t.Fatalf("begin move: %v %v", rep, err)
+	}
+	m = waitMap(t, servers[0], "stuck moving", func(m *fleet.Map) bool { c, _ := m.Cell("stuck"); return c.State == fleet.CellMoving })
+	moving, _ := m.Cell("stuck")
+	added, _ := moving.ReplicaOf(4)
+	// The shard's voters, read on member 1, once they are want.
+	voters := func(want ...uint64) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		var got []uint64
+		for time.Now().Before(deadline) {
+			got = got[:0]
+			if h := servers[0].fleet.hostedCell("stuck"); h != nil {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				mem, err := h.c.rep.membership(ctx)
+				cancel()
+				if err == nil {
+					for id := range mem.voters {
+						got = append(got, id)
+					}
+					slices.Sort(got)
+					if slices.Equal(got, want) && len(mem.nonVoting) == 0 {
+						return
+					}
+				}
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("the shard's voters: %v, want %v", got, want)
+	}
+	voters(1, 2, 3, added)
+	c := connectZK(t, cellAddrs(servers, port, 1, 2, 3)[0])
+	defer c.Close()
+	if _, err := c.Create("/during", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+
+	// Asked on member 2, as an operator would (zkraft cell abort).
+	fields, errText := cellAbortJSON(servers[1].view(), url.Values{"name": {"stuck"}})
+	if errText != "" {
+		t.Fatalf("cell_abort: %s %v", errText, fields)
+	}
+	m = waitMap(t, servers[0], "stuck active again", func(m *fleet.Map) bool { c, _ := m.Cell("stuck"); return c.State == fleet.CellActive })
+	if c, _ := m.Cell("stuck"); !slices.Equal(c.Placement.Voters, []uint64{1, 2, 3}) || c.Hosts(4) {
+		t.Fatalf("after the abort: %+v", c)
+	}
+	voters(1, 2, 3)
+	if _, err := c.Create("/after", nil, 0, zk.WorldACL(zk.PermAll)); err != nil {
+		t.Fatal(err)
+	}
+	// A second abort: the cell is not moving.
+	if _, errText := cellAbortJSON(servers[0].view(), url.Values{"name": {"stuck"}}); !strings.Contains(errText, "badState") {
+		t.Fatalf("abort of a cell that is not moving: %q", errText)
+	}
+}
+
 // TestCellTLSPort: a cell with a TLS port is served over TLS on it with
 // the member's stores, in the cell's namespace.
 func TestCellTLSPort(t *testing.T) {

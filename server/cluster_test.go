@@ -319,22 +319,23 @@ func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
 			live = append(live, id)
 		}
 	}
+	// The test's claim is about the data a member catches up with: its
+	// client retries a connection loss as ZooKeeper clients do (under
+	// -race on a loaded machine, the 4 s sessions' connections time out).
 	c, _ := tc.connect(live...)
-	if _, err := c.Create("/before", []byte("b"), 0, zk.WorldACL(zk.PermAll)); err != nil {
-		t.Fatal(err)
-	}
+	createRetrying(t, c, "/before", "b")
 	tc.stop(lag)
 	for i := 0; i < 400; i++ {
-		if _, err := c.Create(fmt.Sprintf("/n-%03d", i), []byte(fmt.Sprint(i)), 0, zk.WorldACL(zk.PermAll)); err != nil {
-			t.Fatal(err)
-		}
+		createRetrying(t, c, fmt.Sprintf("/n-%03d", i), fmt.Sprint(i))
 	}
-	if _, err := c.Set("/before", []byte("after"), -1); err != nil {
-		t.Fatal(err)
-	}
+	retryConnLoss(t, "set /before", func() error {
+		_, err := c.Set("/before", []byte("after"), -1)
+		return err
+	})
 	tc.start(lag)
-	// The restarted member must reach the others' state on its own replica.
-	deadline := time.Now().Add(30 * time.Second)
+	// The restarted member must reach the others' state on its own replica
+	// (bounded for a slow machine under -race, not a speed claim).
+	deadline := time.Now().Add(90 * time.Second)
 	for {
 		tc.mu.Lock()
 		s := tc.servers[lag]
@@ -369,10 +370,55 @@ func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
 	}
 	// And it serves clients with the full tree.
 	cl, _ := tc.connect(lag)
-	kids, _, err := cl.Children("/")
-	if err != nil || len(kids) != 402 {
-		t.Fatalf("member %d children of /: %d, %v", lag, len(kids), err)
+	var kids []string
+	retryConnLoss(t, fmt.Sprintf("children of / on member %d", lag), func() (err error) {
+		kids, _, err = cl.Children("/")
+		return err
+	})
+	if len(kids) != 402 {
+		t.Fatalf("member %d children of /: %d", lag, len(kids))
 	}
+}
+
+// connLoss reports whether err is a connection loss, which a ZooKeeper
+// client retries: the request may or may not have been applied.
+func connLoss(err error) bool {
+	return errors.Is(err, zk.ErrConnectionClosed) || errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrSessionExpired)
+}
+
+// retryConnLoss runs op until it ends other than by a connection loss, at
+// most 50 times; it fails t on any other error.
+func retryConnLoss(t *testing.T, what string, op func() error) {
+	t.Helper()
+	var err error
+	for range 50 {
+		if err = op(); !connLoss(err) {
+			break
+		}
+		time.Sleep(200 * time.Millisecond) // the client reconnects meanwhile
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+}
+
+// createRetrying creates path holding data, retrying a connection loss: a
+// retried create that finds the node holding data is the first attempt's,
+// applied before the connection was lost.
+func createRetrying(t *testing.T, c *zk.Conn, path, data string) {
+	t.Helper()
+	retried := false
+	retryConnLoss(t, "create "+path, func() error {
+		_, err := c.Create(path, []byte(data), 0, zk.WorldACL(zk.PermAll))
+		if retried && errors.Is(err, zk.ErrNodeExists) {
+			var got []byte
+			if got, _, err = c.Get(path); err == nil && string(got) != data {
+				err = fmt.Errorf("%s holds %q after a retried create of %q", path, got, data)
+			}
+		}
+		retried = true
+		return err
+	})
 }
 
 // TestClusterObserverAndReconfig: a member declared an observer in the

@@ -121,8 +121,14 @@ type Config struct {
 	FourLetterWords []string
 	// RTT is Dragonboat's RTTMillisecond as a duration. Default 10ms.
 	RTT time.Duration
-	// ElectionRTT and HeartbeatRTT are in RTT units. Defaults 30 and 3
-	// (300 ms and 30 ms with the default RTT).
+	// ElectionRTT and HeartbeatRTT are in RTT units. Defaults 100 and 10
+	// (1 s and 100 ms with the default RTT). The election timeout bounds
+	// how long a leader's Raft step may stall (a slow fdatasync on a
+	// shared disk, a starved process) before the leader steps down
+	// (CheckQuorum) and its followers elect: 300 ms, the earlier default,
+	// cost loaded 2-core machines an election every few seconds, each
+	// one connections closed and requests waiting. 1 s is etcd's default
+	// too; ZooKeeper tolerates syncLimit x tickTime (10 s by default).
 	ElectionRTT  uint64
 	HeartbeatRTT uint64
 	// SnapshotEntries is how many log entries pass between Raft snapshots,
@@ -250,10 +256,10 @@ func (c *Config) Validate() error {
 		c.RTT = 10 * time.Millisecond
 	}
 	if c.ElectionRTT == 0 {
-		c.ElectionRTT = 30
+		c.ElectionRTT = 100
 	}
 	if c.HeartbeatRTT == 0 {
-		c.HeartbeatRTT = 3
+		c.HeartbeatRTT = 10
 	}
 	if c.ElectionRTT <= 2*c.HeartbeatRTT {
 		return fmt.Errorf("server: electionRTT %d must exceed twice heartbeatRTT %d", c.ElectionRTT, c.HeartbeatRTT)

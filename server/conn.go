@@ -55,6 +55,10 @@ type conn struct {
 
 	// owner names this connection in the log (raftsm.Command.Owner).
 	owner uint64
+	// resetsAtAccept is cell.resets when the connection was accepted: a
+	// reset of the cell's state from a snapshot closes the connections
+	// accepted before it, not those accepted since.
+	resetsAtAccept int64
 
 	// st holds the figures of cons and stat (stats.go).
 	st connStats
@@ -201,10 +205,12 @@ func newConn(s *Server, cl *cell, nc net.Conn, ip string) *conn {
 		owner: s.cfg.ReplicaID<<48 | s.connSeq.Add(1)&(1<<48-1),
 		srv:   s,
 		cell:  cl,
-		nc:    nc,
-		in:    frameReader{src: nc},
-		ip:    ip,
-		done:  make(chan struct{}),
+		// Read before the connection reads its first request.
+		resetsAtAccept: cl.resets.Load(),
+		nc:             nc,
+		in:             frameReader{src: nc},
+		ip:             ip,
+		done:           make(chan struct{}),
 	}
 	if tc, ok := nc.(*net.TCPConn); ok {
 		c.raw, _ = tc.SyscallConn()

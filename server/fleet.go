@@ -585,6 +585,7 @@ func (f *fleetMember) leaderDuties(m *fleet.Map, h *hostedCell, c fleet.Cell) {
 		f.moveDuties(ctx, m, h, c)
 		return
 	}
+	f.removeStrays(ctx, h, c)
 	if c.State == fleet.CellCreating {
 		rep, err := f.propose(ctx, &fleet.ActivateCell{Name: c.Name, Expect: c.Updated})
 		switch {
@@ -596,6 +597,57 @@ func (f *fleetMember) leaderDuties(m *fleet.Map, h *hostedCell, c fleet.Cell) {
 			h.c.log.Debug("cells: activate refused", "reply", rep.String())
 		}
 	}
+}
+
+// removeStrays takes out of the cell's shard, one membership change a
+// round, a replica the map does not give the cell: one a move added before
+// it was aborted (abortMove retires its id; its member stops and removes
+// it). Left in, an added voter whose member removed its replica would
+// count in the shard's quorum and never answer. A replica is a stray only
+// by a linearizable read of the map, so a member whose copy of the map
+// lags (it has not seen the beginMove that added the replica) removes
+// nothing the map still gives: an id the map no longer gives is retired
+// and never given again.
+func (f *fleetMember) removeStrays(ctx context.Context, h *hostedCell, c fleet.Cell) {
+	mem, err := h.c.rep.membership(ctx)
+	if err != nil {
+		return
+	}
+	stray := func(c fleet.Cell) (uint64, bool) {
+		in := map[uint64]bool{}
+		for _, r := range c.Replicas {
+			in[r.ID] = true
+		}
+		var ids []uint64
+		for _, ms := range []map[uint64]string{mem.voters, mem.nonVoting} {
+			for id := range ms {
+				if !in[id] && id < c.NextReplica {
+					ids = append(ids, id)
+				}
+			}
+		}
+		if len(ids) == 0 {
+			return 0, false
+		}
+		return slices.Min(ids), true
+	}
+	if _, ok := stray(c); !ok {
+		return
+	}
+	m, err := f.readMap(ctx)
+	if err != nil {
+		return
+	}
+	cur, ok := m.Cell(c.Name)
+	if !ok || cur.ShardID != c.ShardID {
+		return
+	}
+	id, ok := stray(cur)
+	if !ok {
+		return
+	}
+	err = h.c.rep.removeReplica(ctx, id, mem.changeID)
+	h.c.log.Info("cells: a replica the map does not give the cell removed from its shard (an aborted move's)", "replica", id, "err", err)
 }
 
 // stopCell stops a hosted cell's listener, connections, loops and

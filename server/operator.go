@@ -61,6 +61,7 @@ func (s *Server) ownCommands() []operator.Command {
 	// The cells of the fleet (cellcmds.go): zkraft's own, for the super user.
 	// Those that change the map answer POST (form or query), the others GET.
 	return []operator.Command{
+		{Name: "cell_abort", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellAbortJSON))},
 		{Name: "cell_create", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellCreateJSON))},
 		{Name: "cell_delete", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellDeleteJSON))},
 		{Name: "cell_limits", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellLimitsJSON))},

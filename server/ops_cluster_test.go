@@ -39,7 +39,9 @@ func TestFourLetterWordsEnsemble(t *testing.T) {
 			t.Errorf("member %d conf:\n%s", id, conf)
 		}
 	}
-	deadline := time.Now().Add(10 * time.Second)
+	// Until the leader counts both followers synced (bounded for a slow
+	// machine, not a speed claim).
+	deadline := time.Now().Add(60 * time.Second)
 	for {
 		m := wordText(servers[leader], "mntr")
 		if strings.Contains(m, "zk_server_state\tleader\n") && strings.Contains(m, "zk_synced_followers\t2\n") &&

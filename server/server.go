@@ -373,20 +373,34 @@ func (s *Server) closeBusyClients(c *cell) {
 
 // closeClients closes every client connection of a cell (it lost its leader).
 func (s *Server) closeClients(c *cell) {
+	if n := s.closeClientsOf(c, func(*conn) bool { return true }); n > 0 {
+		s.log.Info("no leader: closing client connections", "shard", c.shardID, "connections", n)
+	}
+}
+
+// closeClientsBeforeReset closes the client connections of a cell that it
+// accepted before its resets-th reset (a state installed from a snapshot).
+func (s *Server) closeClientsBeforeReset(c *cell, resets int64) {
+	if n := s.closeClientsOf(c, func(cn *conn) bool { return cn.resetsAtAccept < resets }); n > 0 {
+		s.log.Info("state installed from a snapshot: closing client connections", "shard", c.shardID, "connections", n)
+	}
+}
+
+// closeClientsOf closes the connections of cell c that pick chooses and
+// returns how many.
+func (s *Server) closeClientsOf(c *cell, pick func(*conn) bool) int {
 	s.mu.Lock()
 	var conns []*conn
 	for cn := range s.mu.conns {
-		if cn.cell == c {
+		if cn.cell == c && pick(cn) {
 			conns = append(conns, cn)
 		}
 	}
 	s.mu.Unlock()
-	if len(conns) > 0 {
-		s.log.Info("no leader: closing client connections", "shard", c.shardID, "connections", len(conns))
-	}
 	for _, cn := range conns {
 		cn.close()
 	}
+	return len(conns)
 }
 
 // Addr is the client listener's address.

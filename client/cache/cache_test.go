@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sort"
 	"strings"
 	"testing"
@@ -64,15 +65,54 @@ func openSession(t *testing.T, addrs ...string) *session.Session {
 	return s
 }
 
+// dial connects the tests' writer. Its connections give up on a server
+// that does not answer within deadlineCap, as ZooKeeper's Java client
+// gives up on an unanswered ConnectRequest after its connect timeout and
+// tries again: go-zookeeper alone waits ten receive timeouts (66 s with a
+// 10 s session) for the ConnectResponse, and a ZooKeeper just restarted
+// under load once read the writer's request and never answered, so the
+// writer missed create's bound with the server serving again all along.
+// (client/session, which the caches use, caps its deadlines the same way.)
 func dial(t *testing.T, addrs ...string) *zk.Conn {
 	t.Helper()
-	c, _, err := zk.Connect(addrs, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}))
+	c, _, err := zk.Connect(addrs, 10*time.Second, zk.WithLogInfo(false), zk.WithLogger(quiet{}), zk.WithDialer(cappedDial))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.Close)
 	return c
 }
+
+// deadlineCap is past every deadline go-zookeeper sets for a 10 s session
+// but the handshake's: its receive timeout is two thirds of the session
+// timeout and it pings every half of that.
+const deadlineCap = 8 * time.Second
+
+func cappedDial(network, addr string, timeout time.Duration) (net.Conn, error) {
+	nc, err := net.DialTimeout(network, addr, timeout)
+	if err != nil {
+		return nil, err
+	}
+	return cappedConn{nc}, nil
+}
+
+// cappedConn caps every read and write deadline at deadlineCap from now.
+type cappedConn struct{ net.Conn }
+
+// capDeadline is d, or deadlineCap from now if d is later (no deadline
+// stays none).
+func capDeadline(d time.Time) time.Time {
+	if limit := time.Now().Add(deadlineCap); !d.IsZero() && d.After(limit) {
+		return limit
+	}
+	return d
+}
+
+func (c cappedConn) SetReadDeadline(d time.Time) error { return c.Conn.SetReadDeadline(capDeadline(d)) }
+func (c cappedConn) SetWriteDeadline(d time.Time) error {
+	return c.Conn.SetWriteDeadline(capDeadline(d))
+}
+func (c cappedConn) SetDeadline(d time.Time) error { return c.Conn.SetDeadline(capDeadline(d)) }
 
 type quiet struct{}
 

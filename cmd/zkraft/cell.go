@@ -19,6 +19,7 @@ const usageCell = `usage: zkraft cell list             [flags]
        zkraft cell release NAME       [flags]
        zkraft cell limits NAME [--max-znodes N ...] [flags]
        zkraft cell move   NAME --voters 2,3,4 [--observers 5] [flags]
+       zkraft cell abort  NAME        [flags]
        zkraft cell delete NAME [--force] [flags]
        zkraft cell purge  NAME        [flags]
 
@@ -27,7 +28,9 @@ as the super user (Authorization: digest, ZooKeeper 3.9's form): --super
 user:password, or $ZKRAFT_SUPER. A delete without --force is refused unless
 the cell is empty, read on the member asked, which must host the cell.
 A cell created with --import is not started until cell release: fill it
-first with zkraft import --cell on each of its stopped members.
+first with zkraft import --cell on each of its stopped members. A move
+that does not finish (a new member down, or not catching up) is undone
+with cell abort: the cell keeps its placement.
 Flags:
 `
 
@@ -35,7 +38,7 @@ Flags:
 func runCell(args []string, stdout io.Writer) error {
 	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
 		fmt.Fprint(os.Stderr, usageCell)
-		return errors.New("cell: want a subcommand: list, show, create, release, limits, move, delete or purge")
+		return errors.New("cell: want a subcommand: list, show, create, release, limits, move, abort, delete or purge")
 	}
 	sub, args := args[0], args[1:]
 	var name string
@@ -106,6 +109,8 @@ func runCell(args []string, stdout io.Writer) error {
 		cmd = "cell_move"
 		q.Set("voters", *voters)
 		q.Set("observers", *obs)
+	case "abort":
+		cmd = "cell_abort"
 	case "delete":
 		cmd = "cell_delete"
 		if *force {
@@ -114,7 +119,7 @@ func runCell(args []string, stdout io.Writer) error {
 	case "purge":
 		cmd = "cell_purge"
 	default:
-		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, release, limits, move, delete, purge)", sub)
+		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, release, limits, move, abort, delete, purge)", sub)
 	}
 	cred := *super
 	if cred == "" {

@@ -95,6 +95,10 @@ func TestCellCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"max_znodes" : 100`) || !strings.Contains(out, `"serving" : "`+addr+`"`) || !strings.Contains(out, `"leader_member" : 1`) {
 		t.Fatalf("show: %v\n%s", err, out)
 	}
+	// abort reaches cell_abort: a cell that is not moving is refused.
+	if out, err := cell("abort", "tenant-a"); err == nil || !strings.Contains(out, "badState") {
+		t.Fatalf("abort of a cell that is not moving: %v\n%s", err, out)
+	}
 	if out, err := cell("delete", "tenant-a"); err == nil || !strings.Contains(out, "notEmpty") {
 		t.Fatalf("delete of a cell with data: %v\n%s", err, out)
 	}

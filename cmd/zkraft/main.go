@@ -122,6 +122,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 		auditLog   = fs.String("audit-log", "", "write ZooKeeper's audit log (zookeeper.audit.enable) to this file, appending; - for stderr")
 		proxyPort  = fs.Int("proxy-port", 0, "port, on the client address's host, where zkraft proxies connect (docs/proxy.md; 0: none)")
+		electionTO = fs.Duration("election-timeout", 0, "Raft election timeout: how long a follower waits for its leader, and a leader for a quorum, before an election (default 1s; raise it on slow or shared disks; every member should use the same)")
 	)
 	ops := defineOpsFlags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -197,6 +198,16 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		cfg.ReplicaID = *myID
 	}
 	cfg.BlockCacheBytes = *blockCache // zkraft's own: no zoo.cfg key
+	if *electionTO != 0 {
+		// zkraft's own too: in RTT units, as Dragonboat takes it; the
+		// heartbeat stays a tenth of it.
+		if *electionTO < 100*time.Millisecond {
+			return server.Config{}, nil, fmt.Errorf("--election-timeout %v: at least 100ms", *electionTO)
+		}
+		cfg.RTT = 10 * time.Millisecond
+		cfg.ElectionRTT = uint64(*electionTO / cfg.RTT)
+		cfg.HeartbeatRTT = max(cfg.ElectionRTT/10, 1)
+	}
 	if *proxyPort > 0 {
 		// zkraft's own: no zoo.cfg key yet.
 		host, _, err := net.SplitHostPort(cfg.ClientAddr)

@@ -452,3 +452,23 @@ func TestServeFlagsOverrideZooCfg(t *testing.T) {
 		t.Errorf("flags only: %+v", cfg)
 	}
 }
+
+// TestElectionTimeoutFlag: --election-timeout becomes Dragonboat's
+// ElectionRTT with a heartbeat a tenth of it; without it the server's
+// defaults stand (zero here), and a timeout under 100 ms is refused.
+func TestElectionTimeoutFlag(t *testing.T) {
+	env := func(string) string { return "" }
+	cfg, _, err := serveConfig([]string{"--log-level", "error", "--election-timeout", "2500ms"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RTT != 10*time.Millisecond || cfg.ElectionRTT != 250 || cfg.HeartbeatRTT != 25 {
+		t.Errorf("--election-timeout 2500ms: RTT %v, ElectionRTT %d, HeartbeatRTT %d", cfg.RTT, cfg.ElectionRTT, cfg.HeartbeatRTT)
+	}
+	if cfg, _, err = serveConfig([]string{"--log-level", "error"}, env); err != nil || cfg.ElectionRTT != 0 || cfg.HeartbeatRTT != 0 {
+		t.Errorf("without the flag: ElectionRTT %d, HeartbeatRTT %d, %v", cfg.ElectionRTT, cfg.HeartbeatRTT, err)
+	}
+	if _, _, err := serveConfig([]string{"--log-level", "error", "--election-timeout", "50ms"}, env); err == nil {
+		t.Error("--election-timeout 50ms accepted")
+	}
+}

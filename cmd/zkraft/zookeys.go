@@ -139,7 +139,7 @@ var zooKeeperKeys = []zkKey{
 	{key: "electionAlg", why: "Raft elects the leader; any value but 3 is refused, as ZooKeeper does"},
 	{key: "maxTimeToWaitForEpoch", kind: sysProp, props: []string{"zookeeper.leader.maxTimeToWaitForEpoch"}, why: whyQuorum},
 	{key: "initLimit", why: "Raft replaces it: a follower catches up from the leader's log or a streamed snapshot with no deadline. Mapping it to a Raft timeout would slow zkraft's failover: see docs/operations.md"},
-	{key: "syncLimit", why: "Raft replaces it: a follower that hears nothing from the leader for an election timeout (300 ms) calls an election and a leader without a quorum steps down as long; taken literally (syncLimit x tickTime) it would make failover after a leader crash take seconds"},
+	{key: "syncLimit", why: "Raft replaces it: a follower that hears nothing from the leader for an election timeout (1 s) calls an election and a leader without a quorum steps down as long; taken literally (syncLimit x tickTime) it would make failover after a leader crash take seconds"},
 	{key: "connectToLearnerMasterLimit", kind: sysProp, why: whyQuorum},
 	{key: "leaderServes", kind: sysProp, why: "every zkraft member, the leader too, serves clients"},
 	{key: "server.", prefix: true},

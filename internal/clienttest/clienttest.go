@@ -84,7 +84,7 @@ func Ensemble(t testing.TB, kind Kind, n int) *launch.Ensemble {
 		zktest.Require(t)
 	}
 	dir := t.TempDir()
-	cfg := launch.Config{System: launch.System(kind), Members: n, Dir: filepath.Join(dir, "members"), Heap: "256m"}
+	cfg := launch.Config{System: launch.System(kind), Members: n, Dir: filepath.Join(dir, "members"), Heap: "256m", LogLevel: "info"}
 	if kind == Zkraft {
 		cfg.ZkraftBin = filepath.Join(dir, "zkraft")
 		if err := launch.BuildZkraft(cfg.ZkraftBin); err != nil {
@@ -99,6 +99,15 @@ func Ensemble(t testing.TB, kind Kind, n int) *launch.Ensemble {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.Stop)
+	// Registered after Stop, so run before it: what each member said, for
+	// a test that failed.
+	t.Cleanup(func() {
+		if t.Failed() {
+			for _, m := range e.Members {
+				t.Logf("member %d (%s) log, last lines:\n%s", m.ID, m.Addr(), m.LogTail(150))
+			}
+		}
+	})
 	return e
 }
 

@@ -5,14 +5,17 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestCPUSecondsReadsProcStat(t *testing.T) {
-	// Burn a little CPU so that both clocks have something to show.
-	deadline := time.Now().Add(50 * time.Millisecond)
-	for x := 0; time.Now().Before(deadline); x++ {
-		_ = x * x
+	// Burn a little CPU so that both clocks have something to show: 100
+	// ms of it by getrusage (10 ticks of /proc's), however long that takes
+	// on a loaded machine (a 50 ms wall-clock burn once got one tick's
+	// worth of CPU and /proc showed 0).
+	for start := SelfCPUSeconds(); SelfCPUSeconds()-start < 0.1; {
+		for x := 0; x < 1_000_000; x++ {
+			_ = x * x
+		}
 	}
 	proc, err := CPUSeconds(os.Getpid())
 	if err != nil {

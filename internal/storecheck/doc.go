@@ -11,7 +11,10 @@
 // reports is classified with Pebble's own corruption marker; what Pebble
 // accepts silently (a WAL or MANIFEST cut at a record boundary looks like
 // the end of the file) cannot be seen here, which is why the member also
-// compares what the stores say with each other (server).
+// compares what the stores say with each other (server). One such cut is
+// seen: a MANIFEST that lost its newest records lists tables a compaction
+// has since replaced, and when Pebble fails on them while the store holds
+// tables the MANIFEST does not list, the MANIFEST is named, not a table.
 //
 // The one repair it makes is of a file that holds no data: an OPTIONS file
 // Pebble cannot parse is moved aside (Pebble writes a new one when it opens

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 
 	crdberrors "github.com/cockroachdb/errors"
@@ -167,15 +168,20 @@ func checkOpen(s Store, hideOptions bool, inspect func(*pebble.DB) error) error 
 // (it may still hold the store's LOCK, so nothing else in this process
 // could open it anyway).
 func openReadOnly(s Store, hideOptions bool) (db *pebble.DB, err error) {
+	var fsys vfs.FS = vfs.Default
+	if hideOptions {
+		fsys = hideOptionsFS{vfs.Default}
+	}
+	return openReadOnlyFS(s, fsys)
+}
+
+// openReadOnlyFS is openReadOnly through fsys.
+func openReadOnlyFS(s Store, fsys vfs.FS) (db *pebble.DB, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			db, err = nil, fmt.Errorf("pebble panicked opening the store read-only: %v", r)
 		}
 	}()
-	var fsys vfs.FS = vfs.Default
-	if hideOptions {
-		fsys = hideOptionsFS{vfs.Default}
-	}
 	opts := &pebble.Options{}
 	if s.Options != nil {
 		*opts = *s.Options
@@ -290,8 +296,12 @@ func Diagnose(s Store, cause error) *Damage {
 		return d
 	}
 	if cause != nil {
-		for _, name := range tableNames.FindAllString(cause.Error(), -1) {
-			return &Damage{File: filepath.Join(s.Dir, name), Problem: "missing or of another size than the MANIFEST lists", Err: cause}
+		if missing := tableNames.FindAllString(cause.Error(), -1); len(missing) > 0 {
+			if d := staleManifest(s, manifest, missing); d != nil {
+				d.Err = cause
+				return d
+			}
+			return &Damage{File: filepath.Join(s.Dir, missing[0]), Problem: "missing or of another size than the MANIFEST lists", Err: cause}
 		}
 	}
 	if IsCorruption(cause) {
@@ -308,6 +318,65 @@ func Diagnose(s Store, cause error) *Damage {
 
 // tableNames finds the tables a Pebble error names.
 var tableNames = regexp.MustCompile(`[0-9]{6,}\.sst`)
+
+// staleManifest tells a MANIFEST that lost its newest records from a
+// table that went missing, when Pebble failed to open the store because
+// tables the MANIFEST lists are not there. A MANIFEST cut at a record
+// boundary reads as whole (checkRecords finds nothing) and describes an
+// older version of the store: it lists the tables a later compaction
+// replaced (and Pebble deleted once the compaction's record was synced)
+// and does not know the tables that replaced them. So when the store
+// holds tables the MANIFEST does not list while tables it lists are
+// missing, the MANIFEST is what is damaged. A table missing from a whole
+// store leaves no unlisted table behind (a flush or compaction cut short
+// by a crash may leave one, but then every listed table is there), and
+// staleManifest returns nil: the table is named.
+//
+// The tables the MANIFEST lists are learnt from Pebble itself: opening
+// the store read-only, it stats every table of its version before it
+// fails on the missing ones.
+func staleManifest(s Store, manifest string, missing []string) *Damage {
+	if manifest == "" {
+		return nil
+	}
+	fsys := &statLog{FS: vfs.Default, stats: map[string]bool{}}
+	if db, err := openReadOnlyFS(s, fsys); err == nil {
+		db.Close() // it opens now: not the store Diagnose was asked about
+		return nil
+	}
+	var unlisted []string
+	for _, t := range files(s.Dir, "", ".sst") {
+		if !fsys.stated(t) {
+			unlisted = append(unlisted, filepath.Base(t))
+		}
+	}
+	if len(unlisted) == 0 {
+		return nil
+	}
+	return &Damage{File: manifest, Problem: fmt.Sprintf(
+		"lost its newest records (a MANIFEST cut at a record boundary looks whole): it lists %s, which the store does not hold, and not %s, which it holds",
+		strings.Join(missing, ", "), strings.Join(unlisted, ", "))}
+}
+
+// statLog is a file system that notes the paths Pebble stats.
+type statLog struct {
+	vfs.FS
+	mu    sync.Mutex
+	stats map[string]bool
+}
+
+func (f *statLog) Stat(name string) (os.FileInfo, error) {
+	f.mu.Lock()
+	f.stats[filepath.Clean(name)] = true
+	f.mu.Unlock()
+	return f.FS.Stat(name)
+}
+
+func (f *statLog) stated(name string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.stats[filepath.Clean(name)]
+}
 
 // LostWrites names the file of a store that opened but proved to have lost
 // writes that were durable (problem says how the member knows), from what

@@ -3,12 +3,14 @@ package storecheck
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cockroachdb/pebble"
+	"github.com/cockroachdb/pebble/record"
 	"github.com/lni/dragonboat/v4"
 	dbconfig "github.com/lni/dragonboat/v4/config"
 
@@ -212,6 +214,103 @@ func TestCheckManifest(t *testing.T) {
 	rewrite(t, manifest, func(b []byte) []byte { return nil })
 	_, err := Check(s, nil)
 	wantDamage(t, "empty MANIFEST", err, manifest)
+}
+
+// TestCheckManifestCutAtRecordBoundary: a MANIFEST cut at a record
+// boundary reads as whole and describes an older version of the store.
+// After a compaction, that version lists tables Pebble has deleted and
+// not the one that replaced them; Check names the MANIFEST, not a table
+// (the start of a member on such a MANIFEST once named a table, depending
+// on where the cut fell among its records). A cut that leaves a version
+// whose tables are all there opens (an older store; the member's
+// comparison of its stores and LostWrites are what tell then).
+func TestCheckManifestCutAtRecordBoundary(t *testing.T) {
+	s := newStore(t, "")
+	db, err := pebble.Open(s.Dir, &pebble.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Keys across the whole range, so that the compaction rewrites every
+	// table (tables with disjoint keys would only move down a level).
+	for _, k := range []string{"key-0-0000", "key-1-0250", "key-2-0499"} {
+		if err := db.Set([]byte(k), []byte("again"), pebble.Sync); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := db.Compact([]byte("key-"), []byte("key-9"), true); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	manifest, d := checkCurrent(s)
+	if d != nil {
+		t.Fatal(d)
+	}
+	b, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	starts := recordStarts(t, manifest)
+	namedManifest := 0
+	for _, cut := range starts[1:] { // a cut at 0 is an empty MANIFEST (TestCheckManifest)
+		c := Store{Dir: filepath.Join(t.TempDir(), "store")}
+		if err := os.CopyFS(c.Dir, os.DirFS(s.Dir)); err != nil {
+			t.Fatal(err)
+		}
+		cm := filepath.Join(c.Dir, filepath.Base(manifest))
+		if err := os.WriteFile(cm, b[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Check(c, nil)
+		if err == nil {
+			continue
+		}
+		wantDamage(t, fmt.Sprintf("MANIFEST cut at %d of %d", cut, len(b)), err, cm)
+		namedManifest++
+	}
+	if namedManifest == 0 {
+		t.Fatalf("no cut among %v of the MANIFEST (%d bytes) left it listing a deleted table: the test covers nothing", starts, len(b))
+	}
+}
+
+// TestCheckTableMissing: a table the MANIFEST lists that is not there is
+// what Check names, when the store holds no table the MANIFEST does not
+// list.
+func TestCheckTableMissing(t *testing.T) {
+	s := newStore(t, "")
+	table := liveTable(t, s)
+	if err := os.Remove(table); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Check(s, nil)
+	wantDamage(t, "table missing", err, table)
+}
+
+// recordStarts returns the offset of each record of a WAL or MANIFEST.
+func recordStarts(t *testing.T, path string) []int64 {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	rr := record.NewReader(f, 0)
+	var out []int64
+	for {
+		off := rr.Offset()
+		r, err := rr.Next()
+		if err == io.EOF {
+			return out
+		}
+		if err == nil {
+			_, err = io.Copy(io.Discard, r)
+		}
+		if err != nil {
+			t.Fatalf("%s: record at %d: %v", path, off, err)
+		}
+		out = append(out, off)
+	}
 }
 
 // TestCheckOptionsRepair: an OPTIONS file Pebble cannot parse is moved

@@ -13,7 +13,9 @@
 //     counts the notifications and their latency from the write's
 //     acknowledgement;
 //  3. kills one proxy (SIGKILL) and counts the sessions lost and those that
-//     reconnected elsewhere with their id and password;
+//     reconnected elsewhere with their id and password; with -kill-member,
+//     then kills the follower most proxies use, whose proxies reattach
+//     their sessions on the other members (docs/proxy.md, Upstream loss);
 //  4. with -zk, measures Apache ZooKeeper 3.8's resident memory per idle
 //     session the same way (the same load processes, -cpu-sessions
 //     sessions on a standalone server).
@@ -57,6 +59,7 @@ func main() {
 	bin := flag.String("zkraft", "", "zkraft binary (default: built into the work directory)")
 	proxiedFirst := flag.Bool("proxied-first", false, "the proxied CPU window before the direct one (a member's memory, once grown, stays: alternate the order)")
 	withZK := flag.Bool("zk", false, "also measure Apache ZooKeeper 3.8's memory per idle session (Debian zookeeper jar)")
+	killMember := flag.Bool("kill-member", false, "after the proxy's kill, kill (SIGKILL) the follower most proxies use, and count the sessions lost")
 	flag.Parse()
 	if *load {
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout)
@@ -69,7 +72,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -81,7 +84,7 @@ type cfg struct {
 	sessions, cpuSessions, proxies, loaders int
 	idle, hold, timeout                     time.Duration
 	bin                                     string
-	proxiedFirst, zk                        bool
+	proxiedFirst, zk, killMember            bool
 }
 
 // proc is a child process (internal/proc).

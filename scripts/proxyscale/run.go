@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +53,10 @@ type run struct {
 	leader    *member
 	pxs       []*proc
 	pxAddrs   []string
+	pxAdmins  []string // the proxies' AdminServers, for their upstream figures
+	// proxyKiB is the proxies' RSS per idle session in the proxied CPU
+	// window, against ZooKeeper's (-zk) at the end.
+	proxyKiB float64
 }
 
 func (c *cfg) run() error {
@@ -100,7 +106,7 @@ func (c *cfg) run() error {
 	for _, p := range r.pxs {
 		p.Stop()
 	}
-	r.pxs, r.pxAddrs = nil, nil
+	r.pxs, r.pxAddrs, r.pxAdmins = nil, nil, nil
 	if err := r.startProxies(); err != nil {
 		return err
 	}
@@ -189,14 +195,15 @@ func (r *run) startProxies() error {
 		proxyAddrs = append(proxyAddrs, m.proxy)
 	}
 	for i := range r.proxies {
-		a := fmt.Sprintf("127.0.0.1:%d", r.port())
+		a, admin := fmt.Sprintf("127.0.0.1:%d", r.port()), fmt.Sprintf("127.0.0.1:%d", r.port())
 		p, err := xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
-			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--log-level", "warn")
+			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--admin-addr", admin, "--log-level", "info")
 		if err != nil {
 			return err
 		}
 		r.pxs = append(r.pxs, p)
 		r.pxAddrs = append(r.pxAddrs, a)
+		r.pxAdmins = append(r.pxAdmins, admin)
 	}
 	for _, a := range r.pxAddrs {
 		if err := xproc.WaitPort(a, 30*time.Second); err != nil {
@@ -281,6 +288,10 @@ func (r *run) cpuWindow(name string, addrs []string, groups ...group) error {
 	cpu := r.leaderCPU(r.idle)
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v   RSS per idle session: %s   load average %s\n",
 		name, cpu, r.idle, perSession(groups, base, r.cpuSessions), xproc.LoadAvg())
+	if groups[0].name == "proxies" {
+		r.proxyKiB = float64(groups[0].rss()-base["proxies"]) / float64(r.cpuSessions)
+		fmt.Printf("  %-9s proxies' upstream: %s\n", name, r.upstreamFigures())
+	}
 	lost, moved := finishAll(ls)
 	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", name, lost, moved)
 	// The sessions were dropped, not closed: let them expire before the
@@ -330,6 +341,7 @@ func (r *run) scale(groups ...group) error {
 			lost, moved = lost+a, moved+b
 		}
 		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, xproc.LoadAvg())
+		fmt.Printf("  %-9s proxies' upstream: %s\n", "scale", r.upstreamFigures())
 	}
 	cpu := float64(xproc.CPUTicks(r.leader.Cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over the hold with %d sessions through %d proxies\n", "scale", cpu, r.sessions, r.proxies)
@@ -396,15 +408,61 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s from the write's acknowledgement (%s after its send): p50 %s p99 %s max %s (%d arrived before it); from its send: p50 %s p99 %s max %s\n",
 		"watch", ms(ackLag), ms(q(0.5)), ms(q(0.99)), ms(q(1)), early, ms(q(0.5)+ackLag), ms(q(0.99)+ackLag), ms(q(1)+ackLag))
 
+	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
+
 	// Kill one proxy: its sessions must resume on the others.
 	r.pxs[0].Cmd.Process.Kill()
 	r.pxs[0].Cmd.Wait()
 	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
 	time.Sleep(r.timeout + 5*time.Second)
+	if r.killMember {
+		// Kill the follower most proxies use: their sessions must be
+		// reattached on the other members within their timeout.
+		counts := map[string]int{}
+		for _, a := range r.pxAdmins[1:] {
+			if m := upstreamMember(a); m != "" {
+				counts[m]++
+			}
+		}
+		var victim *member
+		for _, m := range r.members {
+			if m != r.leader && (victim == nil || counts[m.proxy] > counts[victim.proxy]) {
+				victim = m
+			}
+		}
+		lost0, moved0 := 0, 0
+		for _, l := range ls {
+			a, b := l.count()
+			lost0, moved0 = lost0+a, moved0+b
+		}
+		victim.Cmd.Process.Kill()
+		victim.Cmd.Wait()
+		fmt.Printf("  %-9s killed member %s, a follower, upstream of %d of the %d live proxies (sessions lost so far %d, reconnects %d)   load average %s\n",
+			"member", victim.proxy, counts[victim.proxy], len(r.pxAdmins)-1, lost0, moved0, xproc.LoadAvg())
+		time.Sleep(r.timeout + 5*time.Second)
+		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
+	}
 	lost, moved := finishAll(ls)
 	ls = nil
 	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
 	return nil
+}
+
+// upstreamMember is the member a proxy's upstream connection is to, ""
+// when it has none or does not answer.
+func upstreamMember(admin string) string {
+	hc := http.Client{Timeout: 10 * time.Second}
+	resp, err := hc.Get("http://" + admin + "/commands/upstream")
+	if err != nil {
+		return ""
+	}
+	defer resp.Body.Close()
+	var m map[string]any
+	if json.NewDecoder(resp.Body).Decode(&m) != nil || m["connected"] != true {
+		return ""
+	}
+	s, _ := m["member"].(string)
+	return s
 }
 
 // zooKeeper measures Apache ZooKeeper 3.8's memory per idle session with
@@ -426,8 +484,54 @@ func (r *run) zooKeeper() error {
 		return err
 	}
 	time.Sleep(2*time.Second + r.idle)
-	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", float64(xproc.RSSKB(pid)-base)/float64(r.cpuSessions), xproc.LoadAvg())
+	zkKiB := float64(xproc.RSSKB(pid)-base) / float64(r.cpuSessions)
+	fmt.Printf("  %-9s Apache ZooKeeper 3.8 standalone (-Xmx1000m): RSS per idle session %.1f KiB   load average %s\n", "zookeeper", zkKiB, xproc.LoadAvg())
+	if r.proxyKiB > 0 && zkKiB > 0 {
+		fmt.Printf("  %-9s a proxy's RSS per idle session %.1f KiB is %.2fx ZooKeeper's %.1f KiB (%d sessions each; goal: at most 0.5x)\n", "zookeeper", r.proxyKiB, r.proxyKiB/zkKiB, zkKiB, r.cpuSessions)
+	}
 	lost, moved := finishAll(ls)
 	fmt.Printf("  %-9s sessions lost %d, reconnected %d\n", "zookeeper", lost, moved)
 	return nil
+}
+
+// upstreamFigures sums the proxies' upstream command (their AdminServer):
+// reconnects, how each silent-looking upstream was judged
+// (docs/proxy.md, Liveness), and the sessions kept across upstream
+// losses.
+func (r *run) upstreamFigures() string {
+	keys := []string{"connects", "member_silent", "member_slow", "reader_starved", "sessions_detached", "sessions_reattached", "sessions_not_reattached", "sessions_detached_expired"}
+	sum := map[string]float64{}
+	lateMax, answered := 0.0, 0
+	hc := http.Client{Timeout: 10 * time.Second}
+	for _, a := range r.pxAdmins {
+		if a == r.pxAdmins[0] && r.pxs[0].Cmd.ProcessState != nil {
+			continue // the killed proxy
+		}
+		resp, err := hc.Get("http://" + a + "/commands/upstream")
+		if err != nil {
+			continue
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		answered++
+		for _, k := range keys {
+			if v, ok := m[k].(float64); ok {
+				sum[k] += v
+			}
+		}
+		if v, ok := m["reader_late_max_ms"].(float64); ok {
+			lateMax = max(lateMax, v)
+		}
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d of %d answered", answered, len(r.pxAdmins))
+	for _, k := range keys {
+		fmt.Fprintf(&b, ", %s %.0f", k, sum[k])
+	}
+	fmt.Fprintf(&b, ", reader late at most %.0f ms", lateMax)
+	return b.String()
 }

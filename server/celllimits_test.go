@@ -1,0 +1,162 @@
+package server
+
+import (
+	"sync"
+	"testing"
+	"time"
+)
+
+// fakeTimers stands in for the clock and the server's afterFunc of a
+// tokenBucket: the test moves the clock and fires the timers itself.
+type fakeTimers struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []fakeTimer
+	added  chan struct{} // one send per timer started
+	refuse bool
+}
+
+type fakeTimer struct {
+	d  time.Duration
+	fn func()
+}
+
+func newFakeTimers(now time.Time) *fakeTimers {
+	return &fakeTimers{now: now, added: make(chan struct{}, 100)}
+}
+
+func (f *fakeTimers) clock() time.Time {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.now
+}
+
+func (f *fakeTimers) advance(d time.Duration) {
+	f.mu.Lock()
+	f.now = f.now.Add(d)
+	f.mu.Unlock()
+}
+
+func (f *fakeTimers) after(d time.Duration, fn func()) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.refuse {
+		return false
+	}
+	f.timers = append(f.timers, fakeTimer{d, fn})
+	f.added <- struct{}{}
+	return true
+}
+
+func (f *fakeTimers) started() []fakeTimer {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]fakeTimer(nil), f.timers...)
+}
+
+// TestCellRateLetsGoOnAGrid: a cell's request rate admits its burst at
+// once; the requests over it wait for their debt rounded up to the next
+// point of the rateGrid grid, those due at one point on one timer, so
+// that they are let go together; the rate refills with time; a closed
+// connection stops waiting; a stopping server lets the waiters go.
+func TestCellRateLetsGoOnAGrid(t *testing.T) {
+	// 3 ms past a grid point.
+	start := time.Unix(1000, 0).Add(3 * time.Millisecond)
+	f := newFakeTimers(start)
+	b := &tokenBucket{now: f.clock, after: f.after}
+	b.setRate(1000) // a token a millisecond, 1000 in the burst
+	never := make(chan struct{})
+	for i := 0; i < 1000; i++ {
+		if !b.wait(never) {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	if n := len(f.started()); n != 0 {
+		t.Fatalf("the burst started %d timers", n)
+	}
+
+	// 17 more at the same instant: debts of 1..17 ms, all due by the
+	// grid point 17 ms away (1000.020 s): one timer for the 17 of them.
+	const waiters = 17
+	results := make(chan bool, waiters+1)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- b.wait(never) }()
+	}
+	<-f.added
+	// Every waiter has taken its token (its debt) before it waits: the
+	// 18th request's debt is 18 ms, past the first point.
+	waitFor(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.mu.tokens <= -waiters
+	})
+	timers := f.started()
+	if len(timers) != 1 || timers[0].d != 17*time.Millisecond {
+		t.Fatalf("timers for %d requests due by one grid point: %v, want one of 17ms", waiters, timers)
+	}
+	select {
+	case ok := <-results:
+		t.Fatalf("a request over the rate returned (%v) before its grid point", ok)
+	default:
+	}
+	// The next one is due at 1000.021 s: the next point, 1000.040 s.
+	go func() { results <- b.wait(never) }()
+	<-f.added
+	if timers = f.started(); len(timers) != 2 || timers[1].d != 37*time.Millisecond {
+		t.Fatalf("the request due after the first point: timers %v, want a second of 37ms", timers)
+	}
+	timers[0].fn()
+	for i := 0; i < waiters; i++ {
+		if !<-results {
+			t.Fatalf("waiter %d refused", i)
+		}
+	}
+	select {
+	case ok := <-results:
+		t.Fatalf("the request due at the second point returned (%v) at the first", ok)
+	default:
+	}
+	timers[1].fn()
+	if !<-results {
+		t.Fatal("the request due at the second point refused")
+	}
+
+	// Two seconds later the debts are paid and the bucket is full again
+	// (it holds at most a second's tokens): a burst passes at once.
+	f.advance(2 * time.Second)
+	for i := 0; i < 1000; i++ {
+		if !b.wait(never) {
+			t.Fatalf("request %d of the refilled burst refused", i)
+		}
+	}
+	if n := len(f.started()); n != 2 {
+		t.Fatalf("the refilled burst started %d timers, want none more than the 2", n)
+	}
+
+	// A connection that closes while it waits stops waiting.
+	done := make(chan struct{})
+	go func() { results <- b.wait(done) }()
+	<-f.added
+	close(done)
+	if <-results {
+		t.Fatal("a closed connection's wait reported a token")
+	}
+
+	// A stopping server starts no timer: the waiters go at once.
+	f.mu.Lock()
+	f.refuse = true
+	f.mu.Unlock()
+	f.advance(time.Hour) // a new grid point, with a debt still owed
+	for i := 0; i < 1000; i++ {
+		b.wait(never)
+	}
+	if !b.wait(never) {
+		t.Fatal("a request over the rate of a stopping server refused")
+	}
+
+	// Without a rate nothing waits.
+	b.setRate(0)
+	if !b.wait(never) {
+		t.Fatal("a request without a rate refused")
+	}
+}

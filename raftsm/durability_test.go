@@ -196,7 +196,7 @@ func TestAppliedMark(t *testing.T) {
 // once; Sync starts the count again. Nothing else changes: the store's
 // keys are those of a store without the early flush.
 func TestPreflushBeforeSnapshot(t *testing.T) {
-	const n = 500 // lead 10
+	const n = 500 // lead 25
 	dir := t.TempDir()
 	s := New(Config{Dir: dir, Options: znode.Options{ExtendedTypes: true}, SnapshotEntries: n}, 1, 1)
 	if _, err := s.Open(nil); err != nil {

@@ -34,6 +34,9 @@ import (
 //	cell_limits   ?name= [&max_...=]       replace a cell's limits
 //	cell_move     ?name= &voters= [&observers=]  move a cell's replicas to another placement, online
 //	cell_abort    ?name=                   abort a cell's move: its placement stays, the replicas the move added leave the shard
+//	member_promote ?id=                    make a member's non-voting replica of the system shard a voter
+//	member_leave  ?id=                     mark a member leaving (markLeaving): no new replica is placed on it
+//	member_remove ?id=                     take a leaving member that hosts no replica out of the map and the system shard
 //	cell_delete   ?name= [&force=true]     delete: refused unless the cell is empty (read here) or forced
 //	cell_purge    ?name=                   drop a deleted cell from the map (its name and ports are free again)
 //
@@ -497,4 +500,95 @@ func cellAbortJSON(s *cellView, q url.Values) (jobj, string) {
 		return jobj{}, errText
 	}
 	return replyJSON(s.fleet.propose(ctx, &fleet.AbortMove{Name: c.Name, Expect: c.Updated}))
+}
+
+// memberOf reads the map linearizably and finds the member ?id=.
+func (s *cellView) memberOf(ctx context.Context, q url.Values) (fleet.Member, string) {
+	id, err := strconv.ParseUint(q.Get("id"), 10, 64)
+	if err != nil || id == 0 {
+		return fleet.Member{}, fmt.Sprintf("id: want a member id, not %q", q.Get("id"))
+	}
+	m, err := s.fleet.readMap(ctx)
+	if err != nil {
+		return fleet.Member{}, err.Error()
+	}
+	x, ok := m.Member(id)
+	if !ok {
+		return fleet.Member{}, fmt.Sprintf("no member %d in the map", id)
+	}
+	return x, ""
+}
+
+// memberPromoteJSON makes a member's non-voting replica of the system
+// shard (a member added after the bootstrap: docs/cells.md) a voter, so
+// that it votes on the map.
+func memberPromoteJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	x, errText := s.memberOf(ctx, q)
+	if errText != "" {
+		return jobj{}, errText
+	}
+	sys := systemShard{s.nh}
+	mem, err := sys.membership(ctx)
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	if _, ok := mem.voters[x.ID]; ok {
+		return jobj{{"result", "ok"}, {"member", x.ID}, {"changed", false}}, ""
+	}
+	addr, ok := mem.nonVoting[x.ID]
+	if !ok {
+		return jobj{}, fmt.Sprintf("member %d has no replica of the system shard yet (the system shard's leader adds one to every member of the ensemble): try again", x.ID)
+	}
+	if err := sys.promote(ctx, x.ID, addr, mem.changeID); err != nil {
+		return jobj{}, err.Error()
+	}
+	return jobj{{"result", "ok"}, {"member", x.ID}, {"changed", true}}, ""
+}
+
+// memberLeaveJSON marks a member leaving: the map places no new replica on
+// it; move its cells away, then remove it.
+func memberLeaveJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	x, errText := s.memberOf(ctx, q)
+	if errText != "" {
+		return jobj{}, errText
+	}
+	return replyJSON(s.fleet.propose(ctx, &fleet.MarkLeaving{ID: x.ID, Expect: x.Updated}))
+}
+
+// memberRemoveJSON takes a leaving member out of the map (removeMember:
+// refused while it hosts a replica of any cell), then its replica out of
+// the system shard, voter or not (the system shard's leader adds no
+// replica Dragonboat has removed). The last voter of the system shard is
+// not removed.
+func memberRemoveJSON(s *cellView, q url.Values) (jobj, string) {
+	ctx, cancel := s.cellCtx()
+	defer cancel()
+	x, errText := s.memberOf(ctx, q)
+	if errText != "" {
+		return jobj{}, errText
+	}
+	sys := systemShard{s.nh}
+	mem, err := sys.membership(ctx)
+	if err != nil {
+		return jobj{}, err.Error()
+	}
+	if _, voter := mem.voters[x.ID]; voter && len(mem.voters) == 1 {
+		return jobj{}, fmt.Sprintf("member %d is the system shard's only voter: promote another member first", x.ID)
+	}
+	out, errText := replyJSON(s.fleet.propose(ctx, &fleet.RemoveMember{ID: x.ID, Expect: x.Updated}))
+	if errText != "" {
+		return out, errText
+	}
+	_, voter := mem.voters[x.ID]
+	_, nonVoting := mem.nonVoting[x.ID]
+	if voter || nonVoting {
+		if err := sys.remove(ctx, x.ID, mem.changeID); err != nil {
+			return out, "removed from the map; the system shard: " + err.Error() + " (ask again)"
+		}
+	}
+	return out, ""
 }

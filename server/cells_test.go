@@ -723,3 +723,93 @@ func TestJoinedMemberHostsCells(t *testing.T) {
 		t.Fatalf("the cell on member 2: %q %v", data, err)
 	}
 }
+
+// TestMemberPromoteLeaveRemove: a member added by reconfig after the
+// bootstrap runs a non-voting replica of the system shard; member_promote
+// makes it a voter; member_remove is refused until member_leave marked it
+// leaving, then takes it out of the map and its replica out of the system
+// shard (which the system shard's leader does not add back), and the map
+// still answers.
+func TestMemberPromoteLeaveRemove(t *testing.T) {
+	tweak := func(c *Config) {
+		c.ReconfigEnabled = true
+		c.SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4=" // super:secret
+	}
+	servers := fleetOfWith(t, 3, tweak)
+	host, _, _ := net.SplitHostPort(servers[2].cfg.ClientAddr)
+	ip4 := host[:strings.LastIndex(host, ".")] + ".4"
+	fourth := Member{ID: 4, RaftAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)), ElectionAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)),
+		ClientAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t))}
+	admin := connectZK(t, servers[0].Addr().String())
+	if err := admin.AddAuth("digest", []byte("super:secret")); err != nil {
+		t.Fatal(err)
+	}
+	join := fmt.Sprintf("server.4=%s:%s:participant;%s", fourth.RaftAddr, strings.Split(fourth.ElectionAddr, ":")[1], fourth.ClientAddr)
+	if _, err := admin.IncrementalReconfig([]string{join}, nil, -1); err != nil {
+		t.Fatalf("reconfig -add: %v", err)
+	}
+	cfg := Config{ClientAddr: fourth.ClientAddr, DataDir: t.TempDir(), Members: append(append([]Member(nil), servers[0].cfg.Members...), fourth),
+		ReplicaID: 4, Join: true, TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, 4)}
+	tweak(&cfg)
+	s4, err := New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s4.Close()
+	waitMap(t, servers[0], "member 4", func(m *fleet.Map) bool { _, ok := m.Member(4); return ok })
+	system := func(what string, ok func(shardMembers) bool) {
+		t.Helper()
+		deadline := time.Now().Add(60 * time.Second)
+		var mem shardMembers
+		var err error
+		for time.Now().Before(deadline) {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			mem, err = systemShard{servers[0].nh}.membership(ctx)
+			cancel()
+			if err == nil && ok(mem) {
+				return
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		t.Fatalf("the system shard: %s: voters %v, non-voting %v, removed %v (%v)", what, mem.voters, mem.nonVoting, mem.removed, err)
+	}
+	system("member 4 non-voting", func(m shardMembers) bool { _, ok := m.nonVoting[4]; return ok })
+	q := url.Values{"id": {"4"}}
+
+	// Asked on member 2.
+	if fields, errText := memberPromoteJSON(servers[1].view(), q); errText != "" {
+		t.Fatalf("member_promote: %s %v", errText, fields)
+	}
+	system("member 4 a voter", func(m shardMembers) bool {
+		_, v := m.voters[4]
+		_, nv := m.nonVoting[4]
+		return v && !nv && len(m.voters) == 4
+	})
+
+	if _, errText := memberRemoveJSON(servers[1].view(), q); !strings.Contains(errText, "badState") {
+		t.Fatalf("member_remove of an active member: %q, want badState", errText)
+	}
+	if _, errText := memberLeaveJSON(servers[1].view(), q); errText != "" {
+		t.Fatalf("member_leave: %s", errText)
+	}
+	waitMap(t, servers[0], "member 4 leaving", func(m *fleet.Map) bool { x, _ := m.Member(4); return x.State == fleet.MemberLeaving })
+	if _, errText := memberRemoveJSON(servers[1].view(), q); errText != "" {
+		t.Fatalf("member_remove: %s", errText)
+	}
+	waitMap(t, servers[0], "member 4 gone", func(m *fleet.Map) bool { _, ok := m.Member(4); return !ok })
+	system("member 4 removed", func(m shardMembers) bool {
+		_, v := m.voters[4]
+		_, nv := m.nonVoting[4]
+		return !v && !nv && m.removed[4] && len(m.voters) == 3
+	})
+	// The map still takes changes, and member 4 (still in the ensemble)
+	// is not added back to the system shard.
+	port := uint16(freeport.Port(t))
+	rep, err := servers[2].fleet.propose(context.Background(), &fleet.CreateCell{Name: "after", Placement: fleet.Placement{Voters: []uint64{1, 2, 3}}, ClientPort: port})
+	if err != nil || !rep.OK() {
+		t.Fatalf("create after the removal: %v %v", rep, err)
+	}
+	if _, errText := memberPromoteJSON(servers[0].view(), q); !strings.Contains(errText, "no member 4") {
+		t.Fatalf("member_promote of a removed member: %q", errText)
+	}
+}

@@ -191,8 +191,9 @@ func (f *fleetMember) joinLoop(raftAddr string) {
 // growSystemShard is the system shard's leader's duty: every member of the
 // default cell (voter or observer, by reconfig or at bootstrap) that has no
 // replica of the system shard gets a non-voting one (replica id = member
-// id), one membership change a round. Members that left are not removed
-// (not built: docs/cells.md).
+// id), one membership change a round. None Dragonboat has removed
+// (member_remove) is added back; member_promote makes one a voter
+// (cellcmds.go).
 func (f *fleetMember) growSystemShard() {
 	s := f.s
 	if f.leaderID.Load() != s.cfg.ReplicaID {

@@ -70,6 +70,9 @@ func (s *Server) ownCommands() []operator.Command {
 		{Name: "cell_release", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(cellReleaseJSON))},
 		{Name: "cell_show", Auth: operator.AuthSuper, JSON: s.viewJSON(cellShowJSON)},
 		{Name: "cells", Auth: operator.AuthSuper, JSON: s.viewJSON(cellsJSON)},
+		{Name: "member_leave", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(memberLeaveJSON))},
+		{Name: "member_promote", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(memberPromoteJSON))},
+		{Name: "member_remove", Auth: operator.AuthSuper, Post: s.adminPost(cellPost(memberRemoveJSON))},
 		// ZooKeeper 3.9's AdminServer (shed_connections is on its main branch, ZOOKEEPER-5015).
 		{Name: "shed_connections", Aliases: []string{"shed"}, Serving: true, Auth: operator.AuthAllOnRoot, Post: s.adminPost(shedConnectionsPost)}, // shed.go
 		{Name: "snapshot", Aliases: []string{"snap"}, Serving: true, Auth: operator.AuthAllOnRoot, Get: s.adminPost(snapshotGet)},                  // snapshotstream.go

@@ -32,7 +32,7 @@ func TestMemberCommands(t *testing.T) {
 	}
 	// zkraft's own commands on the fleet's cells need the super user and
 	// no serving default cell (they go to the system shard).
-	if got, want := strings.Join(super, " "), "cell_abort cell_create cell_delete cell_limits cell_move cell_purge cell_release cell_show cells"; got != want {
+	if got, want := strings.Join(super, " "), "cell_abort cell_create cell_delete cell_limits cell_move cell_purge cell_release cell_show cells member_leave member_promote member_remove"; got != want {
 		t.Errorf("AdminServer commands that need the super user: %s, want %s", got, want)
 	}
 	if got, want := strings.Join(authed, " "), "shed_connections snapshot"; got != want {

@@ -273,6 +273,17 @@ func (s systemShard) addNonVoting(ctx context.Context, id uint64, addr string, c
 	return s.nh.SyncRequestAddNonVoting(ctx, fleet.SystemShardID, id, addr, changeID)
 }
 
+// promote makes the member's non-voting replica (replica id = member id)
+// of the system shard a voter.
+func (s systemShard) promote(ctx context.Context, id uint64, addr string, changeID uint64) error {
+	return s.nh.SyncRequestAddReplica(ctx, fleet.SystemShardID, id, addr, changeID)
+}
+
+// remove takes the member's replica out of the system shard.
+func (s systemShard) remove(ctx context.Context, id uint64, changeID uint64) error {
+	return s.nh.SyncRequestDeleteReplica(ctx, fleet.SystemShardID, id, changeID)
+}
+
 // readMap reads the map linearizably.
 func (s systemShard) readMap(ctx context.Context) (*fleet.Map, error) {
 	v, err := s.nh.SyncRead(ctx, fleet.SystemShardID, fleet.MapQuery{})

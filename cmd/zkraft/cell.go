@@ -121,19 +121,62 @@ func runCell(args []string, stdout io.Writer) error {
 	default:
 		return fmt.Errorf("cell: unknown subcommand %q (list, show, create, release, limits, move, abort, delete, purge)", sub)
 	}
-	cred := *super
-	if cred == "" {
-		cred = os.Getenv("ZKRAFT_SUPER")
-	}
-	if cred == "" {
-		return errors.New("cell: the AdminServer's cell commands need the super user: --super user:password or $ZKRAFT_SUPER")
-	}
 	// The commands that change the map answer POST, the others GET.
 	method := http.MethodPost
 	if sub == "list" || sub == "show" {
 		method = http.MethodGet
 	}
-	body, err := adminRequest(method, strings.TrimRight(*admin, "/")+"/"+cmd, q, cred, *timeout)
+	return adminCommand("cell "+sub, method, *admin, cmd, q, *super, *timeout, stdout)
+}
+
+const usageMember = `usage: zkraft member promote ID [flags]
+       zkraft member leave   ID [flags]
+       zkraft member remove  ID [flags]
+
+Changes a member of the fleet (docs/cells.md) through a member's
+AdminServer, as the super user (--super user:password or $ZKRAFT_SUPER):
+promote makes its replica of the system shard (non-voting for a member
+added after the bootstrap) a voter of the fleet's map; leave marks it
+leaving (no new replica is placed on it); remove takes a leaving member
+that hosts no replica of any cell out of the map and the system shard.
+Flags:
+`
+
+// runMember runs a member subcommand against a member's AdminServer.
+func runMember(args []string, stdout io.Writer) error {
+	cmds := map[string]string{"promote": "member_promote", "leave": "member_leave", "remove": "member_remove"}
+	if len(args) < 2 || cmds[args[0]] == "" || strings.HasPrefix(args[1], "-") {
+		fmt.Fprint(os.Stderr, usageMember)
+		return errors.New("member: want promote, leave or remove and the member's id")
+	}
+	sub, id, args := args[0], args[1], args[2:]
+	fs := flag.NewFlagSet("member "+sub, flag.ContinueOnError)
+	fs.Usage = func() { fmt.Fprint(fs.Output(), usageMember); fs.PrintDefaults() }
+	var (
+		admin   = fs.String("admin", "http://127.0.0.1:8080/commands", "a member's AdminServer command URL")
+		super   = fs.String("super", "", "the super user's user:password (default $ZKRAFT_SUPER)")
+		timeout = fs.Duration("timeout", 30*time.Second, "how long to wait for the member")
+	)
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return fmt.Errorf("member %s: unexpected %q", sub, fs.Arg(0))
+	}
+	return adminCommand("member "+sub, http.MethodPost, *admin, cmds[sub], url.Values{"id": {id}}, *super, *timeout, stdout)
+}
+
+// adminCommand runs an AdminServer command as the super user (cred, or
+// $ZKRAFT_SUPER), prints its JSON, and fails when the JSON carries an
+// error.
+func adminCommand(what, method, admin, cmd string, q url.Values, cred string, timeout time.Duration, stdout io.Writer) error {
+	if cred == "" {
+		cred = os.Getenv("ZKRAFT_SUPER")
+	}
+	if cred == "" {
+		return fmt.Errorf("%s: the AdminServer's fleet commands need the super user: --super user:password or $ZKRAFT_SUPER", what)
+	}
+	body, err := adminRequest(method, strings.TrimRight(admin, "/")+"/"+cmd, q, cred, timeout)
 	if err != nil {
 		return err
 	}
@@ -142,10 +185,10 @@ func runCell(args []string, stdout io.Writer) error {
 		Error *string `json:"error"`
 	}
 	if err := json.Unmarshal([]byte(body), &out); err != nil {
-		return fmt.Errorf("cell %s: the member's answer is not JSON: %w", sub, err)
+		return fmt.Errorf("%s: the member's answer is not JSON: %w", what, err)
 	}
 	if out.Error != nil {
-		return fmt.Errorf("cell %s: %s", sub, *out.Error)
+		return fmt.Errorf("%s: %s", what, *out.Error)
 	}
 	return nil
 }

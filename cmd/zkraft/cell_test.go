@@ -95,6 +95,15 @@ func TestCellCommands(t *testing.T) {
 	if err != nil || !strings.Contains(out, `"max_znodes" : 100`) || !strings.Contains(out, `"serving" : "`+addr+`"`) || !strings.Contains(out, `"leader_member" : 1`) {
 		t.Fatalf("show: %v\n%s", err, out)
 	}
+	// member reaches member_*: the standalone member already votes on the
+	// map; an unknown member is refused.
+	var mout bytes.Buffer
+	if err := runMember([]string{"promote", "1", "--admin", admin, "--super", "super:secret"}, &mout); err != nil || !strings.Contains(mout.String(), `"changed" : false`) {
+		t.Fatalf("member promote 1: %v\n%s", err, mout.String())
+	}
+	if err := runMember([]string{"leave", "9", "--admin", admin, "--super", "super:secret"}, io.Discard); err == nil || !strings.Contains(err.Error(), "no member 9") {
+		t.Fatalf("member leave 9: %v", err)
+	}
 	// abort reaches cell_abort: a cell that is not moving is refused.
 	if out, err := cell("abort", "tenant-a"); err == nil || !strings.Contains(out, "badState") {
 		t.Fatalf("abort of a cell that is not moving: %v\n%s", err, out)

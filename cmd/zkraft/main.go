@@ -5,6 +5,7 @@
 //	zkraft export ...   a stopped zkraft as an Apache ZooKeeper data directory
 //	zkraft bench ...    a workload against ZooKeeper-compatible servers
 //	zkraft cell ...     list, show, create, change or delete the fleet's cells (a member's AdminServer)
+//	zkraft member ...   promote, leave or remove a member of the fleet (a member's AdminServer)
 //	zkraft proxy ...    a proxy in front of members (docs/proxy.md)
 //	zkraft version
 //
@@ -49,6 +50,8 @@ func main() {
 		err = runExport(args)
 	case "cell":
 		err = runCell(args, os.Stdout)
+	case "member":
+		err = runMember(args, os.Stdout)
 	case "proxy":
 		err = runProxy(args)
 	default:
@@ -246,13 +249,14 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 }
 
 // commandNames are the commands main dispatches, for its error message.
-const commandNames = "serve, import, export, bench, cell, proxy, version"
+const commandNames = "serve, import, export, bench, cell, member, proxy, version"
 
 const usageServe = `usage: zkraft [serve] [flags]    run a member (the default command)
        zkraft import [flags]     read an Apache ZooKeeper data directory into a stopped zkraft
        zkraft export [flags]     write a stopped zkraft as an Apache ZooKeeper data directory
        zkraft bench [flags]      run a workload against ZooKeeper-compatible servers
-       zkraft cell SUBCOMMAND    list, show, create, release, limits, move, delete or purge the fleet's cells
+       zkraft cell SUBCOMMAND    list, show, create, release, limits, move, abort, delete or purge the fleet's cells
+       zkraft member SUBCOMMAND  promote, leave or remove a member of the fleet (its map and system shard)
        zkraft proxy [flags]      a proxy in front of members' --proxy-port (docs/proxy.md)
        zkraft version            print the version
 

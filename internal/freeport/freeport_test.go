@@ -28,9 +28,11 @@ func TestPortsAreFreeAndBelowTheEphemeralRange(t *testing.T) {
 
 // picks is how many ports each picker takes in the tests below: with
 // random picks in a range of about 22,000 ports and nothing bound, two
-// sets of this size would share about a hundred ports (a test process
-// picks its servers' ports before they bind; a member picks three).
-const picks = 1500
+// sets of this size would share about ten ports, and one set of twice the
+// size would hold about twenty twice (a test process picks its servers'
+// ports before they bind; a member picks three). Small enough that
+// -count=N does not use up the range (a process keeps what it picked).
+const picks = 500
 
 // TestNoPortTwiceInOneProcess: a port picked and not yet bound is not
 // handed out again.

@@ -12,6 +12,7 @@ import (
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
+	"github.com/zkraft/zkraft/internal/smtest"
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -186,5 +187,57 @@ func TestAppliedMark(t *testing.T) {
 		if _, ok, err := ReadAppliedMark(other); ok || !errors.Is(err, ErrBadMark) {
 			t.Errorf("a mark of %x: ok %v, err %v; want ErrBadMark", bad, ok, err)
 		}
+	}
+}
+
+// TestPreflushBeforeSnapshot: with SnapshotEntries set, the Update that
+// comes within SnapshotEntries/preflushLead of the next snapshot (the last
+// Sync plus SnapshotEntries) rotates the memtable for a background flush,
+// once; Sync starts the count again. Nothing else changes: the store's
+// keys are those of a store without the early flush.
+func TestPreflushBeforeSnapshot(t *testing.T) {
+	const n = 500 // lead 25
+	dir := t.TempDir()
+	s := New(Config{Dir: dir, Options: znode.Options{ExtendedTypes: true}, SnapshotEntries: n}, 1, 1)
+	if _, err := s.Open(nil); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	plain := newHarness(t, t.TempDir())
+	index := uint64(0)
+	apply := func(c *Command) {
+		t.Helper()
+		index++
+		if _, err := s.Update([]sm.Entry{{Index: index, Cmd: EncodeCommand(c)}}); err != nil {
+			t.Fatal(err)
+		}
+		plain.apply(c)
+	}
+	apply(createSession(7, 30000))
+	apply(create(7, "/a", 0))
+	for round := range 2 {
+		for index < s.syncedAt.Load()+n-n/preflushLead-1 {
+			apply(setData(7, "/a", fmt.Sprint(index), -1))
+		}
+		if s.preflushed.Load() {
+			t.Fatalf("round %d: early flush at index %d, %d before the snapshot due at %d", round, index, s.syncedAt.Load()+n-index, s.syncedAt.Load()+n)
+		}
+		apply(setData(7, "/a", "x", -1))
+		if !s.preflushed.Load() {
+			t.Fatalf("round %d: no early flush at index %d, %d before the snapshot due at %d", round, index, s.syncedAt.Load()+n-index, s.syncedAt.Load()+n)
+		}
+		apply(setData(7, "/a", "y", -1))
+		if err := s.Sync(); err != nil {
+			t.Fatal(err)
+		}
+		if s.preflushed.Load() || s.syncedAt.Load() != index {
+			t.Fatalf("round %d: after Sync at %d: preflushed %v, synced at %d", round, index, s.preflushed.Load(), s.syncedAt.Load())
+		}
+	}
+	s.mu.RLock()
+	got := smtest.Dump(t, s.mu.db)
+	s.mu.RUnlock()
+	if want := plain.dump(); !reflect.DeepEqual(got, want) {
+		t.Fatalf("with early flushes the store differs: %d keys, want %d", len(got), len(want))
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 
 	"github.com/cockroachdb/pebble"
 	"github.com/cockroachdb/pebble/bloom"
@@ -87,6 +88,13 @@ type Config struct {
 	// BlockCacheBytes sizes the Pebble block cache of each replica's
 	// store. 0 means DefaultBlockCacheBytes.
 	BlockCacheBytes int64
+	// SnapshotEntries is Dragonboat's Config.SnapshotEntries for the
+	// replica: how many entries pass between Raft snapshots, each of which
+	// Sync precedes. Update starts a flush of the store in the background
+	// shortly before the next one is due (preflush), so that Sync, which
+	// flushes with Dragonboat's lock held, finds little left to write. 0:
+	// no early flush.
+	SnapshotEntries uint64
 }
 
 // DefaultBlockCacheBytes is the block cache of a store when Config leaves
@@ -111,6 +119,14 @@ type StateMachine struct {
 	histMax    int64
 	histMaxAge int64
 	cacheBytes int64
+	snapshotAt uint64 // Config.SnapshotEntries
+
+	// syncedAt is the applied index at the last Sync (or Open); preflushed
+	// says Update has started the early flush for the next one. Update
+	// reads them under mu; Sync, which holds mu only for reading while it
+	// flushes, writes them.
+	syncedAt   atomic.Uint64
+	preflushed atomic.Bool
 
 	// dbMu keeps the store open under readers: a Lookup holds it for
 	// reading while its query runs on a snapshot, outside mu; Close holds
@@ -152,6 +168,7 @@ func New(cfg Config, shardID, replicaID uint64) *StateMachine {
 		histMax:    cfg.HistoryMax,
 		histMaxAge: cfg.HistoryMaxAge,
 		cacheBytes: cfg.BlockCacheBytes,
+		snapshotAt: cfg.SnapshotEntries,
 	}
 	if s.histMax <= 0 {
 		s.histMax = 100000
@@ -274,6 +291,8 @@ func (s *StateMachine) Open(stopc <-chan struct{}) (uint64, error) {
 	// tables hold until the replay from the log passes it again, and it
 	// must stay so if the member is killed again meanwhile.
 	index, err := s.openLocked(db)
+	s.syncedAt.Store(index)
+	s.preflushed.Store(false)
 	if err != nil {
 		db.Close()
 		cache.Unref()
@@ -442,6 +461,9 @@ func (s *StateMachine) Update(entries []sm.Entry) ([]sm.Entry, error) {
 	// Before any result leaves: every acknowledged entry is at or below
 	// the mark (mark.go).
 	if err := s.mu.mark.set(applied); err != nil {
+		return nil, err
+	}
+	if err := s.preflushLocked(applied); err != nil {
 		return nil, err
 	}
 	s.mu.applied = applied
@@ -637,6 +659,30 @@ func (s *StateMachine) snapshotView() (View, func(), error) {
 	}, nil
 }
 
+// preflushLead is how far ahead of the next Raft snapshot, as a fraction
+// of SnapshotEntries (1/preflushLead), Update starts the early flush: at
+// 100,000 entries, 5,000 entries, about 0.45 s at 11k writes/s, for the
+// flush of a full memtable to end before Sync; Sync then flushes what
+// those entries wrote (5 % of the interval's, a few MiB at 1 KiB values).
+const preflushLead = 20
+
+// preflushLocked starts a flush of the memtable in the background once the
+// applied index comes within SnapshotEntries/preflushLead of the next
+// snapshot (the last Sync plus SnapshotEntries; Dragonboat counts from its
+// last snapshot, which Sync preceded). Without a WAL the store rotates its
+// memtable at no cost, so the flush runs beside Update; Sync then flushes
+// only what was applied since. It changes no state: only when the bytes
+// reach the disk.
+func (s *StateMachine) preflushLocked(applied uint64) error {
+	n := s.snapshotAt
+	if n == 0 || s.preflushed.Load() || applied+n/preflushLead < s.syncedAt.Load()+n {
+		return nil
+	}
+	s.preflushed.Store(true)
+	_, err := s.mu.db.AsyncFlush()
+	return err
+}
+
 // Sync makes everything applied so far durable: it flushes the memtables
 // (the store has no WAL, see liveOptions). Dragonboat calls it before it
 // records a snapshot and so before it compacts the log, after it recovers
@@ -648,7 +694,13 @@ func (s *StateMachine) Sync() error {
 	if s.mu.db == nil {
 		return ErrClosed
 	}
-	return s.mu.db.Flush()
+	applied := s.mu.applied
+	if err := s.mu.db.Flush(); err != nil {
+		return err
+	}
+	s.syncedAt.Store(applied)
+	s.preflushed.Store(false)
+	return nil
 }
 
 // Close closes the store once the reads running on it have ended.

@@ -285,6 +285,7 @@ func ReplicaConfig(cfg Config, sink raftsm.EventSink) (dbconfig.Config, raftsm.C
 		HistoryMax:      cfg.HistoryMax,
 		HistoryMaxAge:   int64(cfg.HistoryMaxAge / time.Millisecond),
 		BlockCacheBytes: cfg.BlockCacheBytes,
+		SnapshotEntries: cfg.SnapshotEntries,
 	}
 	rc := dbconfig.Config{
 		ShardID:            cfg.ShardID,

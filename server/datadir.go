@@ -405,6 +405,37 @@ func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID u
 	return nil
 }
 
+// checkCellLog is checkStores' applied-mark check for the replica of a
+// cell other than the default one (whose store checkDataDir does not
+// read): a Raft log that ends below the index the replica's store had
+// applied (its applied mark: the store keeps no WAL, so after a kill the
+// log is the only copy of what was applied since its last flush) has lost
+// entries, some of them acknowledged, and the replica is not started. A
+// mark that does not decode holds no data and is only logged.
+func checkCellLog(s *Server, shardID uint64, store string) error {
+	mark, ok, err := raftsm.ReadAppliedMark(store)
+	switch {
+	case errors.Is(err, raftsm.ErrBadMark):
+		s.log.Warn("ignored a cell replica's applied mark, which does not decode (it holds no data; the check of the Raft log's end against it is skipped this once)",
+			"shard", shardID, "file", raftsm.MarkPath(store), "err", err)
+		return nil
+	case err != nil:
+		return err
+	case !ok:
+		return nil
+	}
+	lr, err := s.nh.GetLogReader(shardID)
+	if err != nil {
+		return nil // nothing to compare with
+	}
+	if _, last := lr.GetRange(); mark > last {
+		return damaged(&storecheck.Damage{File: DataDirsOf(s.cfg).RaftWAL(), Problem: fmt.Sprintf(
+			"the Raft log of shard %d ends at index %d, but its state machine had applied index %d from it (its applied mark, %s): entries that were synced and applied are gone",
+			shardID, last, mark, raftsm.MarkPath(store))})
+	}
+	return nil
+}
+
 // openFailure is the error of a failed Open of the state machine's store,
 // whose report checkDataDir made before Open changed anything (Pebble's
 // open for writing replaces the MANIFEST and deletes what it no longer

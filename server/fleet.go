@@ -454,7 +454,6 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 		}
 	}
 	gate := newOpenGate()
-	gate.verdict <- nil
 	f.s.registerCell(cl)
 	if err := raftCall(func() error {
 		return s.nh.StartOnDiskReplica(members, join, gate.factory(raftsm.NewFactory(smCfg)), rc)
@@ -462,6 +461,9 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 		f.s.unregisterCell(cl)
 		return nil, err
 	}
+	// The cell's store has no WAL of its own either: its Raft log must
+	// reach its applied mark, as the default cell's must (checkStores).
+	gate.verdict <- checkCellLog(s, c.ShardID, DataDirsOf(s.cfg).StateStore(c.ShardID, rid))
 	if res := <-gate.opened; res.err != nil {
 		s.nh.StopReplica(c.ShardID, rid)
 		f.s.unregisterCell(cl)

@@ -229,10 +229,13 @@ func (s *loadSession) run() {
 	to := time.Duration(s.resp.TimeOut) * time.Millisecond
 	ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
 	buf := make([]byte, 128)
+	// One read takes what came (most often a whole frame, or several),
+	// not a read for the length and another for the body.
+	br := bufio.NewReaderSize(s.nc, 256)
 	nextPing := time.Now().Add(to / 3)
 	var pingSent time.Time // zero: none outstanding
 	for {
-		body, err := readFrame(s.nc, buf, nextPing, to/2)
+		body, err := readFrame(s.nc, br, buf, nextPing, to/2)
 		if s.l.stopped.Load() {
 			return
 		}
@@ -262,6 +265,7 @@ func (s *loadSession) run() {
 			if !s.reconnect(to) {
 				return
 			}
+			br.Reset(s.nc)
 			pingSent, nextPing = time.Time{}, time.Now().Add(to/3)
 			continue
 		}
@@ -318,24 +322,28 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 	return false
 }
 
-// readFrame reads one frame's body, into buf when it fits. It waits for
-// the frame's first byte until deadline (a timeout then is clean: nothing
-// was read) and for the rest of it at most grace more: a deadline in the
-// middle of a frame must not cut it (the next read would start inside it).
-func readFrame(nc net.Conn, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
+// readFrame reads one frame's body from br (nc's reader), into buf when
+// it fits. It waits for the frame's first byte until deadline (a timeout
+// then is clean: nothing was read) and for the rest of it at most grace
+// more: a deadline in the middle of a frame must not cut it (the next
+// read would start inside it). A deadline is set only before br reads
+// nc (most frames come whole in one read).
+func readFrame(nc net.Conn, br *bufio.Reader, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
 	var lenBuf [4]byte
-	nc.SetReadDeadline(deadline)
-	got, err := io.ReadFull(nc, lenBuf[:])
+	if br.Buffered() < len(lenBuf) {
+		nc.SetReadDeadline(deadline)
+	}
+	got, err := io.ReadFull(br, lenBuf[:])
 	if err != nil && got == 0 {
 		return nil, err
 	}
-	nc.SetReadDeadline(time.Now().Add(grace))
 	if err != nil {
 		var ne net.Error
 		if !errors.As(err, &ne) || !ne.Timeout() {
 			return nil, err
 		}
-		if _, err := io.ReadFull(nc, lenBuf[got:]); err != nil {
+		nc.SetReadDeadline(time.Now().Add(grace))
+		if _, err := io.ReadFull(br, lenBuf[got:]); err != nil {
 			return nil, fmt.Errorf("in a frame: %v", err)
 		}
 	}
@@ -346,7 +354,10 @@ func readFrame(nc net.Conn, buf []byte, deadline time.Time, grace time.Duration)
 	if n > len(buf) {
 		buf = make([]byte, n)
 	}
-	if _, err := io.ReadFull(nc, buf[:n]); err != nil {
+	if br.Buffered() < n {
+		nc.SetReadDeadline(time.Now().Add(grace))
+	}
+	if _, err := io.ReadFull(br, buf[:n]); err != nil {
 		return nil, fmt.Errorf("in a frame: %v", err) // not a clean timeout
 	}
 	return buf[:n], nil

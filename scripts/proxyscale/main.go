@@ -26,6 +26,7 @@
 // started is stopped at the end.
 //
 //	go run ./scripts/proxyscale -sessions 10000 -proxies 6 -loaders 2 -hold 1m
+//	go run ./scripts/proxyscale -sessions 20000 -proxies 6 -loaders 2 -hold 1m -watch-only
 //	go run ./scripts/proxyscale -sessions 100000 -cpu-sessions 10000 -proxies 7 -loaders 7 -hold 10m -zk
 package main
 
@@ -60,6 +61,7 @@ func main() {
 	proxiedFirst := flag.Bool("proxied-first", false, "the proxied CPU window before the direct one (a member's memory, once grown, stays: alternate the order)")
 	withZK := flag.Bool("zk", false, "also measure Apache ZooKeeper 3.8's memory per idle session (Debian zookeeper jar)")
 	killMember := flag.Bool("kill-member", false, "after the proxy's kill, kill (SIGKILL) the follower most proxies use, and count the sessions lost")
+	watchOnly := flag.Bool("watch-only", false, "skip the CPU windows (phase 1) and the kills (phase 3): open the sessions, hold them, measure the watch")
 	flag.Parse()
 	if *load {
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout)
@@ -72,7 +74,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, watchOnly: *watchOnly}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -84,7 +86,7 @@ type cfg struct {
 	sessions, cpuSessions, proxies, loaders int
 	idle, hold, timeout                     time.Duration
 	bin                                     string
-	proxiedFirst, zk, killMember            bool
+	proxiedFirst, zk, killMember, watchOnly bool
 }
 
 // proc is a child process (internal/proc).

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/go-zookeeper/zk"
@@ -77,6 +78,16 @@ func (c *cfg) run() error {
 	}
 	fmt.Printf("proxyscale: 3 members, %d proxies, %d load processes; %d sessions in the CPU windows, %d in the scale phase (timeout %v); load average %s\n",
 		c.proxies, c.loaders, c.cpuSessions, c.sessions, c.timeout, xproc.LoadAvg())
+	if c.watchOnly {
+		if err := r.startProxies(); err != nil {
+			return err
+		}
+		var memberProcs []*proc
+		for _, m := range r.members {
+			memberProcs = append(memberProcs, m.proc)
+		}
+		return r.scale(group{"proxies", r.pxs}, group{"members", memberProcs})
+	}
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over %v with no sessions   load average %s\n", "baseline", r.leaderCPU(c.idle), c.idle, xproc.LoadAvg())
 
 	if err := r.startProxies(); err != nil {
@@ -361,8 +372,10 @@ func (r *run) scale(groups ...group) error {
 		watching += n
 	}
 	time.Sleep(time.Second)
+	stopSampling, samples := r.sampleCPU(groups, ls)
 	sent := time.Now()
 	if _, err := w.Set(watchPath, []byte("1"), -1); err != nil {
+		stopSampling()
 		return err
 	}
 	acked := time.Now()
@@ -388,6 +401,7 @@ func (r *run) scale(groups ...group) error {
 			lat = append(lat, v)
 		}
 	}
+	stopSampling()
 	slices.Sort(lat)
 	q := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -408,7 +422,17 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s from the write's acknowledgement (%s after its send): p50 %s p99 %s max %s (%d arrived before it); from its send: p50 %s p99 %s max %s\n",
 		"watch", ms(ackLag), ms(q(0.5)), ms(q(0.99)), ms(q(1)), early, ms(q(0.5)+ackLag), ms(q(0.99)+ackLag), ms(q(1)+ackLag))
 
+	if len(lat) > 0 {
+		fmt.Printf("  %-9s CPU from the write to the last notification (%s): %s\n", "watch",
+			ms(acked.Sub(sent)+q(1)), samples.per(sent, acked.Add(q(1)), notified))
+	}
 	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
+	if r.watchOnly {
+		lost, moved := finishAll(ls)
+		ls = nil
+		fmt.Printf("  %-9s sessions lost over the scale phase %d, reconnected elsewhere %d\n", "watch", lost, moved)
+		return nil
+	}
 
 	// Kill one proxy: its sessions must resume on the others.
 	r.pxs[0].Cmd.Process.Kill()
@@ -533,5 +557,86 @@ func (r *run) upstreamFigures() string {
 		fmt.Fprintf(&b, ", %s %.0f", k, sum[k])
 	}
 	fmt.Fprintf(&b, ", reader late at most %.0f ms", lateMax)
+	return b.String()
+}
+
+// cpuSamples are the CPU ticks of process groups (and of the load
+// processes, named "load"), sampled every 10 ms.
+type cpuSamples struct {
+	mu    sync.Mutex
+	names []string
+	at    []time.Time
+	ticks [][]int64 // per sample, per name
+}
+
+// sampleCPU samples the groups' and the load processes' CPU until the
+// returned function is called.
+func (r *run) sampleCPU(groups []group, ls []*loader) (func(), *cpuSamples) {
+	s := &cpuSamples{}
+	pids := map[string][]int{}
+	for _, g := range groups {
+		s.names = append(s.names, g.name)
+		for _, p := range g.procs {
+			pids[g.name] = append(pids[g.name], p.Pid())
+		}
+	}
+	s.names = append(s.names, "load processes")
+	for _, l := range ls {
+		pids["load processes"] = append(pids["load processes"], l.Pid())
+	}
+	take := func() {
+		row := make([]int64, len(s.names))
+		for i, n := range s.names {
+			for _, pid := range pids[n] {
+				row[i] += xproc.CPUTicks(pid)
+			}
+		}
+		s.mu.Lock()
+		s.at = append(s.at, time.Now())
+		s.ticks = append(s.ticks, row)
+		s.mu.Unlock()
+	}
+	take()
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for n := 0; n < 30000; n++ { // at most 5 minutes
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+				take()
+			}
+		}
+	}()
+	return func() { close(stop); <-done }, s
+}
+
+// per is each group's CPU time from the last sample before from to the
+// first after to, in all and per notification (of n).
+func (s *cpuSamples) per(from, to time.Time, n int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	i, j := 0, len(s.at)-1
+	for k, t := range s.at {
+		if !t.After(from) {
+			i = k
+		}
+	}
+	for k := len(s.at) - 1; k >= 0; k-- {
+		if !s.at[k].Before(to) {
+			j = k
+		}
+	}
+	var b strings.Builder
+	var all int64
+	for x, name := range s.names {
+		d := s.ticks[j][x] - s.ticks[i][x]
+		all += d
+		fmt.Fprintf(&b, "%s %d ms (%.1f µs per notification), ", name, d*10, float64(d*10000)/float64(max(n, 1)))
+	}
+	fmt.Fprintf(&b, "all %d ms (%.1f µs)", all*10, float64(all*10000)/float64(max(n, 1)))
 	return b.String()
 }

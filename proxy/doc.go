@@ -18,9 +18,12 @@
 //
 // With protocol version 2 identical watches of its sessions are one
 // watch on the member, fanned out here with ZooKeeper's guarantees per
-// session (watches.go, docs/proxy.md), and when its upstream connection
-// ends it keeps the clients with nothing in flight and reattaches their
-// sessions, watches included, on the next one (reattach.go). A member is
+// session (watches.go, docs/proxy.md): one Event's notification is
+// encoded once and written straight to each idle session's socket by
+// the upstream reader and a few goroutines it waits for (fanout.go),
+// and when its upstream connection ends it keeps the clients with
+// nothing in flight and reattaches their sessions, watches included, on
+// the next one (reattach.go). A member is
 // silent only when no byte waits on the socket after the idle bound and
 // none comes in a grace counted from when the reader runs (liveness.go).
 // An idle client holds no goroutine: its reader parks it in the proxy's

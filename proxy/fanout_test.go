@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"fmt"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -230,4 +231,51 @@ func zxidsOf(es []rawEvent) []int64 {
 		z = append(z, e.zxid)
 	}
 	return z
+}
+
+// TestSharedWatchSlowReader: a session that does not read while its
+// persistent watch fires 80 times with 100 KB paths (8 MB, more than its
+// socket takes) gets the notifications its socket did not take from its
+// flusher, after the part the fan-out wrote, in order: when it reads, it
+// sees all 80 whole, at their writes' zxids, then its reply.
+func TestSharedWatchSlowReader(t *testing.T) {
+	const writes = 80
+	m := startMember(t, nil)
+	p := startProxy(t, m)
+	w := rawConnect(t, m.cfg.ClientAddr)
+	path := "/" + strings.Repeat("s", 100<<10)
+	if f, _ := w.call(jute.OpCreate, &jute.CreateRequest{Path: path, Data: []byte("0"), ACL: openACL}); f.hdr.Err != jute.ErrOK {
+		t.Fatalf("create: %v", f.hdr.Err)
+	}
+	slow, err := fanConnect(p.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer slow.nc.Close()
+	if h, _, err := slow.call(jute.OpAddWatch, &jute.AddWatchRequest{Path: path, Mode: jute.AddWatchModePersistent}); err != nil || h.Err != jute.ErrOK {
+		t.Fatalf("addWatch: %v %v", h.Err, err)
+	}
+	if tc, ok := slow.nc.(*net.TCPConn); ok {
+		tc.SetReadBuffer(64 << 10) // so that the proxy's socket fills sooner
+	}
+	var zxids []int64
+	for i := range writes {
+		f, _ := w.call(jute.OpSetData, &jute.SetDataRequest{Path: path, Data: []byte{byte(i)}, Version: -1})
+		if f.hdr.Err != jute.ErrOK {
+			t.Fatalf("setData: %v", f.hdr.Err)
+		}
+		zxids = append(zxids, f.hdr.Zxid)
+	}
+	h, ev, err := slow.call(jute.OpExists, &jute.ExistsRequest{Path: "/"})
+	if err != nil || h.Err != jute.ErrOK {
+		t.Fatalf("exists: %v %v", h.Err, err)
+	}
+	if len(ev) != writes {
+		t.Fatalf("told %d notifications, want %d", len(ev), writes)
+	}
+	for i, e := range ev {
+		if e.Type != jute.EventNodeDataChanged || e.Path != path || e.zxid != zxids[i] {
+			t.Fatalf("notification %d: %v at zxid %d (path of %d bytes), want NodeDataChanged at %d", i, e.Type, e.zxid, len(e.Path), zxids[i])
+		}
+	}
 }

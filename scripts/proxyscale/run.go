@@ -371,8 +371,10 @@ func (r *run) scale(groups ...group) error {
 		fmt.Sscanf(t, "watching %d", &n)
 		watching += n
 	}
-	time.Sleep(time.Second)
+	// The CPU over the second before the write is the processes'
+	// background (pings, keep-alives), taken off the fan-out's figures.
 	stopSampling, samples := r.sampleCPU(groups, ls)
+	time.Sleep(time.Second)
 	sent := time.Now()
 	if _, err := w.Set(watchPath, []byte("1"), -1); err != nil {
 		stopSampling()
@@ -615,7 +617,8 @@ func (r *run) sampleCPU(groups []group, ls []*loader) (func(), *cpuSamples) {
 }
 
 // per is each group's CPU time from the last sample before from to the
-// first after to, in all and per notification (of n).
+// first after to, in all and per notification (of n), less its
+// background: its rate from the first sample to from.
 func (s *cpuSamples) per(from, to time.Time, n int) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -630,13 +633,19 @@ func (s *cpuSamples) per(from, to time.Time, n int) string {
 			j = k
 		}
 	}
+	window := s.at[j].Sub(s.at[i])
+	idle := s.at[i].Sub(s.at[0])
 	var b strings.Builder
-	var all int64
+	var all, allNet float64 // ms
 	for x, name := range s.names {
-		d := s.ticks[j][x] - s.ticks[i][x]
-		all += d
-		fmt.Fprintf(&b, "%s %d ms (%.1f µs per notification), ", name, d*10, float64(d*10000)/float64(max(n, 1)))
+		d := float64(s.ticks[j][x]-s.ticks[i][x]) * 10
+		bg := 0.0
+		if idle > 0 {
+			bg = float64(s.ticks[i][x]-s.ticks[0][x]) * 10 * window.Seconds() / idle.Seconds()
+		}
+		all, allNet = all+d, allNet+d-bg
+		fmt.Fprintf(&b, "%s %.0f ms, %.0f ms above their background (%.1f µs per notification); ", name, d, d-bg, (d-bg)*1000/float64(max(n, 1)))
 	}
-	fmt.Fprintf(&b, "all %d ms (%.1f µs)", all*10, float64(all*10000)/float64(max(n, 1)))
+	fmt.Fprintf(&b, "all %.0f ms, %.0f ms above the background (%.1f µs per notification; over %v)", all, allNet, allNet*1000/float64(max(n, 1)), window.Round(time.Millisecond))
 	return b.String()
 }

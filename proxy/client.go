@@ -24,11 +24,13 @@ const (
 	queueBytes     = 4 << 20
 	// handshakeTimeout bounds the wait for a ConnectRequest.
 	handshakeTimeout = 30 * time.Second
-	// stallTimeout closes a client that does not read its replies.
-	stallTimeout = 30 * time.Second
 	// requestHeaderLen is a request's header: xid and op code.
 	requestHeaderLen = 8
 )
+
+// stallTimeout closes a client that does not read its replies: the
+// flusher's write deadline (a variable for tests only).
+var stallTimeout = 30 * time.Second
 
 // client is one client connection: its reader (serve) forwards requests
 // upstream on its channel and answers pings; the upstream connection's
@@ -366,7 +368,9 @@ func (c *client) request(body []byte) error {
 			c.tell(z)
 			h := jute.ReplyHeader{Xid: jute.XidPing, Zxid: z}
 			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
-			c.queue(jute.AppendFrame(nil, &h))
+			// Written by this reader when nothing is queued before it
+			// (fanout.go): no flusher goroutine per ping.
+			c.queueDirect(jute.AppendFrame(nil, &h))
 			return nil
 		}
 		f := flight{size: len(body), op: hdr.Type, at: now, xid: hdr.Xid}
@@ -679,6 +683,10 @@ func (c *client) flusher() {
 			c.close()
 			return
 		}
+		// The deadline bounds this write only: a write straight from the
+		// fan-out or a ping (queueDirect) goes through the same descriptor,
+		// which refuses any write once a deadline has passed.
+		c.nc.SetWriteDeadline(time.Time{})
 	}
 }
 

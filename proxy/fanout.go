@@ -1,6 +1,8 @@
 package proxy
 
 import (
+	"errors"
+	"os"
 	"runtime"
 	"sync"
 
@@ -108,6 +110,16 @@ func (c *client) queueDirect(frame []byte) {
 	n, err := c.writeNow(frame)
 	switch {
 	case err == nil && n == len(frame):
+		c.out.Unlock()
+		c.stats.sent.Add(1)
+		c.p.stats.sent.Add(1)
+		return
+	case errors.Is(err, os.ErrDeadlineExceeded):
+		// Not this write's: a deadline left on the descriptor (the
+		// flusher clears its own). The flusher writes it, with one.
+		c.out.frames = append(c.out.frames, frame)
+		c.out.bytes += len(frame)
+		c.kickLocked()
 		c.out.Unlock()
 		c.stats.sent.Add(1)
 		c.p.stats.sent.Add(1)

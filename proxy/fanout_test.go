@@ -279,3 +279,47 @@ func TestSharedWatchSlowReader(t *testing.T) {
 		}
 	}
 }
+
+// TestSharedWatchAfterStallTimeout: a session quiet for longer than the
+// flusher's write deadline (shortened to 200 ms) still gets its ping's
+// answer and its notification, written straight to its socket, and stays
+// connected: a deadline left from an earlier flush must not refuse them
+// (it did, closing every session idle for 30 s at its next ping).
+func TestSharedWatchAfterStallTimeout(t *testing.T) {
+	defer proxy.SetStallTimeout(200 * time.Millisecond)()
+	m := startMember(t, nil)
+	p := startProxy(t, m)
+	w := rawConnect(t, m.cfg.ClientAddr)
+	w.call(jute.OpCreate, &jute.CreateRequest{Path: "/stall", Data: []byte("0"), ACL: openACL})
+	s, err := fanConnect(p.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.nc.Close()
+	if h, _, err := s.call(jute.OpGetData, &jute.GetDataRequest{Path: "/stall", Watch: true}); err != nil || h.Err != jute.ErrOK {
+		t.Fatalf("getData: %v %v", h.Err, err)
+	}
+	time.Sleep(600 * time.Millisecond)
+	s.nc.SetDeadline(time.Now().Add(10 * time.Second))
+	if _, err := s.nc.Write(jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})); err != nil {
+		t.Fatal(err)
+	}
+	body, err := jute.ReadFrame(s.br, nil, 1<<20)
+	if err != nil {
+		t.Fatalf("ping after %v quiet: %v", 600*time.Millisecond, err)
+	}
+	var h jute.ReplyHeader
+	h.Decode(jute.NewReader(body))
+	if h.Xid != jute.XidPing {
+		t.Fatalf("ping answered with xid %d", h.Xid)
+	}
+	time.Sleep(600 * time.Millisecond)
+	f, _ := w.call(jute.OpSetData, &jute.SetDataRequest{Path: "/stall", Data: []byte("1"), Version: -1})
+	h, ev, err := s.call(jute.OpExists, &jute.ExistsRequest{Path: "/stall"})
+	if err != nil || h.Err != jute.ErrOK {
+		t.Fatalf("exists after the write: %v %v", h.Err, err)
+	}
+	if len(ev) != 1 || ev[0].Type != jute.EventNodeDataChanged || ev[0].zxid != f.hdr.Zxid {
+		t.Fatalf("told %s(zxids %v), want one NodeDataChanged at %d", eventsString(ev), zxidsOf(ev), f.hdr.Zxid)
+	}
+}

@@ -344,6 +344,16 @@ func (r *run) scale(groups ...group) error {
 
 	// Hold, a minute at a time, counting the sessions lost.
 	t0, c0 := time.Now(), xproc.CPUTicks(r.leader.Cmd.Process.Pid)
+	groupTicks := func() (proxies, load int64) {
+		for _, p := range r.pxs {
+			proxies += xproc.CPUTicks(p.Pid())
+		}
+		for _, l := range ls {
+			load += xproc.CPUTicks(l.Pid())
+		}
+		return proxies, load
+	}
+	px0, ld0 := groupTicks()
 	for time.Since(t0) < r.hold {
 		time.Sleep(min(time.Minute, r.hold-time.Since(t0)))
 		lost, moved := 0, 0
@@ -356,6 +366,9 @@ func (r *run) scale(groups ...group) error {
 	}
 	cpu := float64(xproc.CPUTicks(r.leader.Cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
 	fmt.Printf("  %-9s leader CPU %5.1f%% of a core over the hold with %d sessions through %d proxies\n", "scale", cpu, r.sessions, r.proxies)
+	px1, ld1 := groupTicks()
+	fmt.Printf("  %-9s over the hold (idle sessions: pings, keep-alives) the proxies used %.2f cores, the load processes %.2f\n", "scale",
+		float64(px1-px0)/100/time.Since(t0).Seconds(), float64(ld1-ld0)/100/time.Since(t0).Seconds())
 
 	// Every session watches one znode; one write.
 	watching := 0

@@ -87,6 +87,9 @@ func runProxy(args []string) error {
 	if err != nil {
 		return err
 	}
+	if addr := os.Getenv(pprofEnv); addr != "" {
+		startPprof(addr, cfg.Logger)
+	}
 	p, err := proxy.New(cfg)
 	if err != nil {
 		return err

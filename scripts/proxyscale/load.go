@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"slices"
@@ -72,6 +74,9 @@ type loadProc struct {
 }
 
 func runLoad(addrs []string, n int, timeout time.Duration) {
+	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
+		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
+	}
 	l := &loadProc{addrs: addrs, timeout: timeout}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup

@@ -165,12 +165,18 @@ func (r *run) startEnsemble() error {
 			filepath.Join(md, "data"), p.client, servers.String())
 		cfgPath := filepath.Join(md, "zoo.cfg")
 		os.WriteFile(cfgPath, []byte(cfg), 0o644)
+		if os.Getenv("PROXYSCALE_PPROF") != "" {
+			a := fmt.Sprintf("127.0.0.1:%d", r.port())
+			os.Setenv("ZKRAFT_PPROF_ADDR", a)
+			fmt.Printf("proxyscale: member %d's profiles on http://%s/debug/pprof/\n", i+1, a)
+		}
 		pr, err := xproc.Start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
 		if err != nil {
 			return err
 		}
 		r.members = append(r.members, &member{proc: pr, client: fmt.Sprintf("127.0.0.1:%d", p.client), proxy: fmt.Sprintf("127.0.0.1:%d", p.proxy)})
 	}
+	os.Unsetenv("ZKRAFT_PPROF_ADDR")
 	for _, m := range r.members {
 		if err := xproc.WaitPort(m.client, 60*time.Second); err != nil {
 			return err
@@ -196,6 +202,11 @@ func (r *run) startProxies() error {
 	}
 	for i := range r.proxies {
 		a, admin := fmt.Sprintf("127.0.0.1:%d", r.port()), fmt.Sprintf("127.0.0.1:%d", r.port())
+		if os.Getenv("PROXYSCALE_PPROF") != "" {
+			pa := fmt.Sprintf("127.0.0.1:%d", r.port())
+			os.Setenv("ZKRAFT_PPROF_ADDR", pa)
+			fmt.Printf("proxyscale: proxy %d's profiles on http://%s/debug/pprof/\n", i, pa)
+		}
 		p, err := xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
 			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--admin-addr", admin, "--log-level", "info")
 		if err != nil {
@@ -205,6 +216,7 @@ func (r *run) startProxies() error {
 		r.pxAddrs = append(r.pxAddrs, a)
 		r.pxAdmins = append(r.pxAdmins, admin)
 	}
+	os.Unsetenv("ZKRAFT_PPROF_ADDR")
 	for _, a := range r.pxAddrs {
 		if err := xproc.WaitPort(a, 30*time.Second); err != nil {
 			return err
@@ -236,7 +248,13 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 		// Each load process starts its sessions on its own address first,
 		// so that the sessions spread evenly.
 		rot := append(slices.Clone(addrs[i%len(addrs):]), addrs[:i%len(addrs)]...)
+		if os.Getenv("PROXYSCALE_PPROF") != "" {
+			pa := fmt.Sprintf("127.0.0.1:%d", r.port())
+			os.Setenv("PROXYSCALE_LOAD_PPROF", pa)
+			fmt.Printf("proxyscale: %s load process %d's profiles on http://%s/debug/pprof/\n", name, i, pa)
+		}
 		l, err := startLoader(r.self, rot, k, r.timeout, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err
 		}

@@ -21,7 +21,7 @@ func TestSessionsBatchIsEachOnItsOwn(t *testing.T) {
 		{Session: 0x1, Timeout: 10000, Owner: 7},
 		{Session: 0x2, Timeout: 20000, Owner: 8},
 		{Attach: true, Session: 0x10, Owner: 9},
-		{Attach: true, Session: 0x99, Owner: 9}, // expired (never existed here)
+		{Attach: true, Session: 0x99, Owner: 9},  // expired (never existed here)
 		{Session: 0x1, Timeout: 5000, Owner: 10}, // taken, by the first op
 		{Session: 0x0, Timeout: 5000, Owner: 10},
 		{Attach: true, Session: 0x1, Owner: 11},

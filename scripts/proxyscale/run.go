@@ -253,7 +253,7 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 			os.Setenv("PROXYSCALE_LOAD_PPROF", pa)
 			fmt.Printf("proxyscale: %s load process %d's profiles on http://%s/debug/pprof/\n", name, i, pa)
 		}
-		l, err := startLoader(r.self, rot, k, r.timeout, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
 		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err
@@ -429,10 +429,16 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
 
 	// Kill one proxy: its sessions must resume on the others.
+	lostK, movedK := 0, 0
+	for _, l := range ls {
+		a, b := l.count()
+		lostK, movedK = lostK+a, movedK+b
+	}
+	killed := time.Now()
 	r.pxs[0].Cmd.Process.Kill()
 	r.pxs[0].Cmd.Wait()
 	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
-	time.Sleep(r.timeout + 5*time.Second)
+	r.watchMoves("kill", ls, killed, lostK, movedK)
 	if r.killMember {
 		// Kill the follower most proxies use: their sessions must be
 		// reattached on the other members within their timeout.
@@ -453,11 +459,12 @@ func (r *run) scale(groups ...group) error {
 			a, b := l.count()
 			lost0, moved0 = lost0+a, moved0+b
 		}
+		killedAt := time.Now()
 		victim.Cmd.Process.Kill()
 		victim.Cmd.Wait()
 		fmt.Printf("  %-9s killed member %s, a follower, upstream of %d of the %d live proxies (sessions lost so far %d, reconnects %d)   load average %s\n",
 			"member", victim.proxy, counts[victim.proxy], len(r.pxAdmins)-1, lost0, moved0, xproc.LoadAvg())
-		time.Sleep(r.timeout + 5*time.Second)
+		r.watchMoves("member", ls, killedAt, lost0, moved0)
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
 	}
 	lost, moved := finishAll(ls)
@@ -552,4 +559,47 @@ func (r *run) upstreamFigures() string {
 	}
 	fmt.Fprintf(&b, ", reader late at most %.0f ms", lateMax)
 	return b.String()
+}
+
+// watchMoves counts the load processes' reconnects and sessions lost once
+// a second for a session timeout and 5 s after a kill at t0 (lost0 and
+// moved0 the counts just before it), and prints when the kill's
+// reconnects reached half, 90 % and all of what they came to: how fast
+// the killed process's sessions came back.
+func (r *run) watchMoves(name string, ls []*loader, t0 time.Time, lost0, moved0 int) {
+	type point struct {
+		at    time.Duration
+		moved int
+	}
+	var pts []point
+	for deadline := t0.Add(r.timeout + 5*time.Second); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		p := point{at: time.Since(t0)}
+		for _, l := range ls {
+			_, b := l.count()
+			p.moved += b
+		}
+		p.moved -= moved0
+		pts = append(pts, p)
+	}
+	if len(pts) == 0 {
+		return
+	}
+	last := pts[len(pts)-1]
+	when := func(frac float64) time.Duration {
+		for _, p := range pts {
+			if float64(p.moved) >= float64(last.moved)*frac {
+				return p.at
+			}
+		}
+		return last.at
+	}
+	lost := 0
+	for _, l := range ls {
+		a, _ := l.count()
+		lost += a
+	}
+	d := func(x time.Duration) string { return x.Round(100 * time.Millisecond).String() }
+	fmt.Printf("  %-9s %d reconnects after the kill, counted each second: half by %s, 90%% by %s, all by %s; %d sessions lost since the kill   load average %s\n",
+		name, last.moved, d(when(0.5)), d(when(0.9)), d(when(1)), lost-lost0, xproc.LoadAvg())
 }

@@ -470,6 +470,11 @@ func (r *run) scale(groups ...group) error {
 	lost, moved := finishAll(ls)
 	ls = nil
 	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
+	for i, m := range r.members {
+		if m.Cmd.ProcessState == nil {
+			fmt.Printf("  %-9s member %d's proxied handshakes: %s\n", "batches", i+1, sessionBatches(fourLetter(m.client, "mntr")))
+		}
+	}
 	return nil
 }
 
@@ -602,4 +607,26 @@ func (r *run) watchMoves(name string, ls []*loader, t0 time.Time, lost0, moved0 
 	d := func(x time.Duration) string { return x.Round(100 * time.Millisecond).String() }
 	fmt.Printf("  %-9s %d reconnects after the kill, counted each second: half by %s, 90%% by %s, all by %s; %d sessions lost since the kill   load average %s\n",
 		name, last.moved, d(when(0.5)), d(when(0.9)), d(when(1)), lost-lost0, xproc.LoadAvg())
+}
+
+// sessionBatches is what a member's mntr says of its proxied channels'
+// handshakes proposed in batches (server's session batcher), or that it
+// says nothing (a binary from before it).
+func sessionBatches(mntr string) string {
+	var batches, ops, largest string
+	for _, l := range strings.Split(mntr, "\n") {
+		k, v, _ := strings.Cut(l, "\t")
+		switch k {
+		case "zk_zkraft_session_batches_total":
+			batches = v
+		case "zk_zkraft_session_batch_ops_total":
+			ops = v
+		case "zk_zkraft_session_batch_largest":
+			largest = v
+		}
+	}
+	if batches == "" {
+		return "no batch figures (a member without the session batcher)"
+	}
+	return fmt.Sprintf("%s in %s proposals, the largest of %s", ops, batches, largest)
 }

@@ -43,10 +43,10 @@ import (
 // connection: a member serves them as reconnecting clients, and a
 // proxy's thousands of sessions must not arrive as one storm. The member
 // proposes the attaches of concurrent handshakes together (server's
-// session batcher: up to 1,024 in one entry of the cell's log, 4 entries
-// in flight), so a window of 1,024 moves about that many sessions per
-// round trip of the log (it was 256 when each attach was an entry of its
-// own).
+// session batcher: up to 1,024 in one entry of the cell's log, 16
+// entries in flight), so a window of 1,024 moves about that many
+// sessions per round trip of the log (it was 256 when each attach was an
+// entry of its own).
 const reattachWindow = 1024
 
 // detach keeps c while its upstream connection u is gone, if its session

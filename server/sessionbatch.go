@@ -13,13 +13,12 @@ import (
 
 // sessionBatcher gathers the handshakes of a cell's proxied channels
 // (createSession and attach) into raftsm.KindSessions batches, so that
-// thousands of sessions opening at once, or moving to another proxy when
-// theirs dies, are a few entries of the log rather than one each: one
-// entry per handshake overflowed Dragonboat's proposal queue (2,048 per
-// shard: "system is too busy") when a killed proxy's 3,333 clients came
-// back at once, and at the load processes' 128 handshakes in flight the
-// sessions opened at 128 per Raft round trip (docs/proxy.md, Tests and
-// figures).
+// thousands of sessions opening at once, or reattached at once by a proxy
+// that lost its member, are a few entries of the log rather than one
+// each. With one entry each, a proxy reattaching 3,627 kept sessions 256
+// at a time sent 1,627 in 13.9 s at load average 33 and closed the rest
+// at their timeout; in batches two proxies sent 3,334 each in 1.3 s and
+// none was closed (docs/proxy.md, Tests and figures).
 //
 // A handshake queues its op and waits; at most sessionProposers batches
 // are in flight, each proposed by a goroutine that takes up to
@@ -53,8 +52,12 @@ type sessionBatcher struct {
 	}
 }
 
-// sessionProposers bounds the batches in flight per cell.
-const sessionProposers = 4
+// sessionProposers bounds the batches in flight per cell: enough that a
+// steady stream of handshakes (a load process's 64 in flight, say) is
+// pipelined through the log as single handshakes were, few enough that a
+// burst of thousands is a few dozen entries, far below Dragonboat's
+// proposal queue.
+const sessionProposers = 16
 
 // sessionWait is one queued handshake's op and, once done is closed, its
 // outcome.

@@ -184,5 +184,5 @@ var errBatchReply = errors.New("server: a sessions batch's reply does not match 
 // proxy's channel.
 func (c *conn) batched() bool {
 	_, ok := c.nc.(*vconn)
-	return ok && c.cell.sessions != nil
+	return ok && c.cell.sessions != nil && !c.srv.cfg.SingleHandshakes
 }

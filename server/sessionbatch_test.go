@@ -212,3 +212,24 @@ func waitExists(t *testing.T, c *zk.Conn, path string) {
 	}
 	t.Fatalf("%s not created", path)
 }
+
+// TestSingleHandshakes: with Config.SingleHandshakes a proxied channel's
+// handshake is its own proposal, as a direct client's (a rolling upgrade
+// from a version without KindSessions).
+func TestSingleHandshakes(t *testing.T) {
+	s := startStandalone(t, func(c *Config) { c.ProxyAddr = "127.0.0.1:0"; c.SingleHandshakes = true })
+	u := dialUpstreamV2(t, s)
+	chans := map[int64]bool{}
+	for ch := int64(1); ch <= 3; ch++ {
+		u.channelConnect(ch, &jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+		chans[ch] = true
+	}
+	for ch, r := range u.handshakes(chans) {
+		if r.SessionID == 0 {
+			t.Errorf("channel %d: no session", ch)
+		}
+	}
+	if n := s.cell.sessions.ops.Load(); n != 0 {
+		t.Errorf("%d handshakes went through the batcher", n)
+	}
+}

@@ -170,7 +170,11 @@ func (r *run) startEnsemble() error {
 			os.Setenv("ZKRAFT_PPROF_ADDR", a)
 			fmt.Printf("proxyscale: member %d's profiles on http://%s/debug/pprof/\n", i+1, a)
 		}
-		pr, err := xproc.Start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
+		args := []string{r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy)}
+		if r.single {
+			args = append(args, "--single-handshakes")
+		}
+		pr, err := xproc.Start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), args...)
 		if err != nil {
 			return err
 		}

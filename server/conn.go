@@ -606,8 +606,11 @@ func (c *conn) readLoop() error {
 			frameBufs.put(frame)
 		}
 		// A request read while another is unanswered, or with bytes
-		// behind it: the client pipelines (inlineWrites).
+		// behind it (buffered, or a proxy's frames queued on its channel):
+		// the client pipelines (inline writes, awaitInline).
 		if c.inflight.Load() > 0 || !c.in.empty() {
+			c.pipelinedAt = start
+		} else if v, ok := c.nc.(*vconn); ok && !v.empty() {
 			c.pipelinedAt = start
 		}
 		c.inflight.Add(1)

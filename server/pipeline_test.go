@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -28,8 +29,9 @@ type localReplica struct {
 	queue chan *localProposal
 	index uint64 // the applier's
 	done  chan struct{}
-	// hold, while locked, holds the next Update: proposals queue meanwhile.
-	hold sync.Mutex
+	// gate, while set, holds every Update until it is closed: proposals
+	// queue meanwhile.
+	gate atomic.Pointer[chan struct{}]
 }
 
 var _ replica = (*localReplica)(nil)
@@ -86,8 +88,9 @@ func newLocalReplica(t *testing.T, sink raftsm.EventSink) *localReplica {
 func (r *localReplica) apply() {
 	defer close(r.done)
 	for p := range r.queue {
-		r.hold.Lock()
-		r.hold.Unlock() // nothing to guard: it waits while a test holds it
+		if g := r.gate.Load(); g != nil {
+			<-*g
+		}
 		batch := []*localProposal{p}
 	more:
 		for len(batch) < 64 {
@@ -353,8 +356,9 @@ func TestInlineWrites(t *testing.T) {
 	// Updates held: the first write's result does not come. The reader
 	// waits for it inlineWait at most, then reads and proposes the rest.
 	held := dialRaw(t, addr)
-	rep.hold.Lock()
-	unhold := sync.OnceFunc(rep.hold.Unlock)
+	gate := make(chan struct{})
+	rep.gate.Store(&gate)
+	unhold := sync.OnceFunc(func() { close(gate) })
 	t.Cleanup(unhold) // before the replica's own clean-up, which waits for its applier
 	const n = 20
 	var burst []byte

@@ -471,7 +471,7 @@ func (c *cell) proposeAsync(cmd *raftsm.Command) {
 	}
 	c.srv.routines.start(func() {
 		// Stopping (ctx done): nobody needs to know.
-		if _, err := p.wait(c.srv.ctx.Done(), nil); err != nil && c.srv.ctx.Err() == nil {
+		if _, err := p.wait(c.srv.ctx.Done()); err != nil && c.srv.ctx.Err() == nil {
 			c.log.Warn("proposal not completed", "kind", cmd.Kind.String(), "err", err)
 		}
 	})

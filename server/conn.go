@@ -98,12 +98,6 @@ type conn struct {
 		on    bool
 		notes []note
 	}
-	// pipelinedAt is when the reader last read a request with another
-	// unanswered or with bytes behind it; inlineTimer bounds its wait for
-	// a write it answers itself (awaitInline). The reader's only.
-	pipelinedAt time.Time
-	inlineTimer *time.Timer
-
 	closingSession atomic.Bool    // a closeSession is in flight
 	inflight       atomic.Int64   // requests read but not yet answered
 	bg             sync.WaitGroup // resumable-watch replays; serve waits
@@ -172,11 +166,6 @@ type pending struct {
 	size       int           // request bytes, for the queue's bound
 	slot       bool          // holds a global slot (limits.go)
 	closeAfter bool
-	// waited: the reader waited for the proposal's result (awaitInline),
-	// which is rep or repErr.
-	waited bool
-	rep    *raftsm.Reply
-	repErr error
 	// auditBody is a write's request, kept for the audit log when it is
 	// on (audit.go).
 	auditBody []byte
@@ -605,32 +594,7 @@ func (c *conn) readLoop() error {
 			// line copies what it needs (dispatch).
 			frameBufs.put(frame)
 		}
-		// A request read while another is unanswered, or with bytes
-		// behind it (buffered, or a proxy's frames queued on its channel):
-		// the client pipelines (inline writes, awaitInline).
-		if c.inflight.Load() > 0 || !c.in.empty() {
-			c.pipelinedAt = start
-		} else if v, ok := c.nc.(*vconn); ok && !v.empty() {
-			c.pipelinedAt = start
-		}
 		c.inflight.Add(1)
-		if p.prop != nil && start.Sub(c.pipelinedAt) >= inlineQuiet && c.idle() {
-			// A write of a client with one request at a time: the reader
-			// waits for its result itself (inline writes, awaitInline) and
-			// answers it as it answers a read, sparing the hand-off to a
-			// processor; past inlineWait it hands it on (below).
-			release()
-			if c.awaitInline(p) {
-				holding = c.process(p, true, false)
-				if isClosed(c.done) {
-					return net.ErrClosed
-				}
-				if p.closeAfter {
-					return nil
-				}
-				continue
-			}
-		}
 		if p.prop == nil && !c.waitsForRound(p) && c.idle() {
 			// Nothing queued ahead: answer it here, sparing a processor
 			// goroutine (and its stack's growth) per request. No later
@@ -657,45 +621,6 @@ func (c *conn) readLoop() error {
 			return nil
 		}
 	}
-}
-
-// Inline writes: a client that sends one request at a time (most real
-// sessions: a Kafka broker's, a Curator recipe's) has nothing for the
-// reader to read while its write is applied. Handing the write to the
-// processor then costs a goroutine wake-up and a hand-off per request
-// for nothing, so the reader waits for the result itself and answers it,
-// as it answers a local read. It does so only while the connection does
-// not pipeline (no request read with another unanswered or with bytes
-// behind it for inlineQuiet: pipelinedAt), so that a pipelining client's requests are
-// read, and proposed, while earlier ones are applied; and for at most
-// inlineWait: a write that takes longer (an election, a slow disk) is
-// handed to the processor as before and the reader reads on, so that the
-// session's pings are heard meanwhile (the member's keep-alive batches).
-// The replies' order is unchanged: the reader answers a write inline
-// only when nothing is queued before it (idle), and reads nothing after
-// it until it is answered or handed on.
-const (
-	inlineQuiet = time.Second
-	inlineWait  = 200 * time.Millisecond
-)
-
-// awaitInline waits up to inlineWait for the result of p's proposal and
-// keeps it in p (complete answers from it): true if it came, false if
-// the wait gave up (nothing taken: the processor waits for it) or the
-// connection closed (complete then fails).
-func (c *conn) awaitInline(p *pending) bool {
-	if c.inlineTimer == nil {
-		c.inlineTimer = time.NewTimer(inlineWait)
-	} else {
-		c.inlineTimer.Reset(inlineWait)
-	}
-	rep, err := p.prop.wait(c.done, c.inlineTimer.C)
-	c.inlineTimer.Stop()
-	if errors.Is(err, errGaveUp) {
-		return false
-	}
-	p.rep, p.repErr, p.waited = rep, err, true
-	return true
 }
 
 // waitsForRound reports whether p is a read that waits for a ReadIndex
@@ -1095,10 +1020,7 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 		// net.ErrClosed once the connection is gone (closed by the client,
 		// a leader change or shutdown): nobody waits for this reply any
 		// more.
-		rep, err := p.rep, p.repErr
-		if !p.waited {
-			rep, err = p.prop.wait(c.done, nil)
-		}
+		rep, err := p.prop.wait(c.done)
 		if err != nil {
 			return nil, err
 		}

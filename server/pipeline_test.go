@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -29,9 +27,6 @@ type localReplica struct {
 	queue chan *localProposal
 	index uint64 // the applier's
 	done  chan struct{}
-	// gate, while set, holds every Update until it is closed: proposals
-	// queue meanwhile.
-	gate atomic.Pointer[chan struct{}]
 }
 
 var _ replica = (*localReplica)(nil)
@@ -52,14 +47,12 @@ func (p *localProposal) ready() bool {
 	}
 }
 
-func (p *localProposal) wait(done <-chan struct{}, giveUp <-chan time.Time) (*raftsm.Reply, error) {
+func (p *localProposal) wait(done <-chan struct{}) (*raftsm.Reply, error) {
 	select {
 	case <-p.done:
 		return p.rep, p.err
 	case <-done:
 		return nil, net.ErrClosed
-	case <-giveUp:
-		return nil, errGaveUp
 	}
 }
 
@@ -88,9 +81,6 @@ func newLocalReplica(t *testing.T, sink raftsm.EventSink) *localReplica {
 func (r *localReplica) apply() {
 	defer close(r.done)
 	for p := range r.queue {
-		if g := r.gate.Load(); g != nil {
-			<-*g
-		}
 		batch := []*localProposal{p}
 	more:
 		for len(batch) < 64 {
@@ -316,112 +306,4 @@ func TestPipelineOrderOverReplica(t *testing.T) {
 			t.Logf("reader: %d notifications for %d changes", ro.notes, rounds)
 		})
 	}
-}
-
-// TestInlineWrites checks the reader's inline writes (conn.go,
-// awaitInline): a client with one request at a time has its writes
-// answered by the reader, no processor started; a write whose result
-// does not come within inlineWait is handed to the processor and the
-// reader reads on, so that the requests behind it (a ping, a pipelining
-// client's next writes) are read and proposed while it waits; and replies
-// keep request order throughout.
-func TestInlineWrites(t *testing.T) {
-	s := startOverLocalReplica(t, ReadSequential)
-	rep := s.cell.rep.(*localReplica)
-	addr := s.Addr().String()
-	acl := []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
-
-	one := dialRaw(t, addr)
-	if h, _, err := one.call(jute.OpCreate, &jute.CreateRequest{Path: "/n", ACL: acl}); err != nil || h.Err != jute.ErrOK {
-		t.Fatalf("create: %+v %v", h, err)
-	}
-	for i := range 50 {
-		h, _, err := one.call(jute.OpSetData, &jute.SetDataRequest{Path: "/n", Data: []byte(fmt.Sprint(i)), Version: -1})
-		if err != nil || h.Err != jute.ErrOK || h.Xid != one.xid {
-			t.Fatalf("setData %d: %+v %v", i, h, err)
-		}
-	}
-	// A processor, once started, lingers for procLinger after its last
-	// request: had any of these writes gone through one, it would run now.
-	s.mu.Lock()
-	for cn := range s.mu.conns {
-		cn.q.Lock()
-		if cn.q.running {
-			t.Errorf("a processor runs for a client with one request at a time")
-		}
-		cn.q.Unlock()
-	}
-	s.mu.Unlock()
-
-	// Updates held: the first write's result does not come. The reader
-	// waits for it inlineWait at most, then reads and proposes the rest.
-	held := dialRaw(t, addr)
-	gate := make(chan struct{})
-	rep.gate.Store(&gate)
-	unhold := sync.OnceFunc(func() { close(gate) })
-	t.Cleanup(unhold) // before the replica's own clean-up, which waits for its applier
-	const n = 20
-	var burst []byte
-	for i := range n {
-		burst = jute.AppendFrame(burst, &jute.RequestHeader{Xid: int32(i + 1), Type: jute.OpSetData},
-			&jute.SetDataRequest{Path: "/n", Data: []byte(fmt.Sprint("held ", i)), Version: -1})
-	}
-	// The first alone, so that the reader finds nothing behind it and
-	// waits for it inline; the others once it waits.
-	cut := len(jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpSetData},
-		&jute.SetDataRequest{Path: "/n", Data: []byte("held 0"), Version: -1}))
-	if _, err := held.nc.Write(burst[:cut]); err != nil {
-		t.Fatal(err)
-	}
-	// Once its request is counted in flight, the reader has found nothing
-	// behind it: it waits for it inline.
-	deadline := time.Now().Add(60 * time.Second)
-	for inflight(s) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("the first held write was not read")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if _, err := held.nc.Write(burst[cut:]); err != nil {
-		t.Fatal(err)
-	}
-	for len(rep.queue) < n-1 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of the %d writes behind a held one were proposed: the reader does not read on", len(rep.queue), n-1)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-	unhold()
-	held.nc.SetReadDeadline(time.Now().Add(60 * time.Second))
-	for i := range n {
-		b, err := held.frame()
-		if err != nil {
-			t.Fatalf("reply %d: %v", i+1, err)
-		}
-		r := jute.NewReader(b)
-		h := new(jute.ReplyHeader)
-		h.Decode(r)
-		if r.Err() != nil || h.Xid != int32(i+1) || h.Err != jute.ErrOK {
-			t.Fatalf("reply %d: %+v %v (want xid %d in order, OK)", i+1, h, r.Err(), i+1)
-		}
-	}
-	h, body, err := one.call(jute.OpGetData, &jute.GetDataRequest{Path: "/n"})
-	if err != nil || h.Err != jute.ErrOK {
-		t.Fatalf("getData: %+v %v", h, err)
-	}
-	got := new(jute.GetDataResponse)
-	if err := jute.Unmarshal(body, got); err != nil || string(got.Data) != fmt.Sprint("held ", n-1) {
-		t.Fatalf("data %q (%v), want the last write's", got.Data, err)
-	}
-}
-
-// inflight is the requests read and not answered on s's connections.
-func inflight(s *Server) int64 {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var n int64
-	for cn := range s.mu.conns {
-		n += cn.inflight.Load()
-	}
-	return n
 }

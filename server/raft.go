@@ -40,15 +40,13 @@ type raftProposal struct{ rs *dragonboat.RequestState }
 
 func (p raftProposal) ready() bool { return len(p.rs.ResultC()) > 0 }
 
-func (p raftProposal) wait(done <-chan struct{}, giveUp <-chan time.Time) (*raftsm.Reply, error) {
+func (p raftProposal) wait(done <-chan struct{}) (*raftsm.Reply, error) {
 	select {
 	case r := <-p.rs.ResultC():
 		p.rs.Release()
 		return replyOf(r)
 	case <-done:
 		return nil, net.ErrClosed
-	case <-giveUp:
-		return nil, errGaveUp
 	}
 }
 

@@ -2,8 +2,6 @@ package server
 
 import (
 	"context"
-	"errors"
-	"time"
 
 	"github.com/zkraft/zkraft/raftsm"
 )
@@ -46,17 +44,12 @@ type replica interface {
 // proposal is a proposed command on its way through the log.
 type proposal interface {
 	// wait returns the command's reply once it is applied, net.ErrClosed
-	// if done closes first, errGaveUp if giveUp (a timer's channel; nil:
-	// never) fires first, having taken nothing: wait may be called again.
-	wait(done <-chan struct{}, giveUp <-chan time.Time) (*raftsm.Reply, error)
+	// if done closes first.
+	wait(done <-chan struct{}) (*raftsm.Reply, error)
 	// ready reports whether wait would return at once (the reply has
 	// arrived); the pipeline then answers it with the replies before it.
 	ready() bool
 }
-
-// errGaveUp: a proposal's wait gave up (its giveUp fired) before the
-// reply arrived.
-var errGaveUp = errors.New("server: gave up waiting for a proposal")
 
 // readTicket is a linearizable read's round started ahead of the read.
 type readTicket interface{ isReadTicket() }
@@ -104,5 +97,5 @@ func proposeWait(r replica, cmd *raftsm.Command, done <-chan struct{}) (*raftsm.
 	if err != nil {
 		return nil, err
 	}
-	return p.wait(done, nil)
+	return p.wait(done)
 }

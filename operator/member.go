@@ -107,6 +107,10 @@ type Figures struct {
 	Throttled             int64 // requests that waited for the global limit
 	StalledClosed         int64 // connections closed for not reading their replies
 	BytesReceived         int64
+	// SessionBatches and SessionBatchOps count the proposals of proxied
+	// channels' handshakes and the handshakes (creates and attaches) they
+	// carried; SessionBatchLargest is the most one carried.
+	SessionBatches, SessionBatchOps, SessionBatchLargest int64
 }
 
 // Latency is a min/avg/max summary in milliseconds (avg rounded to four

@@ -40,10 +40,14 @@ import (
 // session timeout, as for a client between two servers.
 
 // reattachWindow bounds the reattaches in flight on a new upstream
-// connection: a member serves them as reconnecting clients, each one
-// entry in the cell's log, and a proxy's thousands of sessions must not
-// arrive as one storm.
-const reattachWindow = 256
+// connection: a member serves them as reconnecting clients, and a
+// proxy's thousands of sessions must not arrive as one storm. The member
+// proposes the attaches of concurrent handshakes together (server's
+// session batcher: up to 1,024 in one entry of the cell's log, 16
+// entries in flight), so a window of 1,024 moves about that many
+// sessions per round trip of the log (it was 256 when each attach was an
+// entry of its own).
+const reattachWindow = 1024
 
 // detach keeps c while its upstream connection u is gone, if its session
 // can be reattached: u speaks version 2 (the proxy knows the session's

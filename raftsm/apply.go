@@ -70,6 +70,8 @@ func (a *applier) apply(c *Command) (*Reply, error) {
 		return last, nil
 	case KindAttach:
 		return a.attach(c)
+	case KindSessions:
+		return a.sessions(c)
 	case KindSetConfig:
 		return a.setConfig(c)
 	case KindCheckDigest:

@@ -51,10 +51,18 @@ const (
 	KindSeal Kind = 10
 	// KindUnseal undoes KindSeal (a delete that was refused).
 	KindUnseal Kind = 11
+	// KindSessions is a batch of session handshakes (Body: SessionOps,
+	// sessions.go), each applied in order exactly as the KindCreateSession
+	// or KindAttach of its own would be, with a result of its own (the
+	// reply's Body: SessionResults). A member gathers its proxied
+	// channels' concurrent handshakes into one (server's sessionBatcher),
+	// so that thousands of sessions opening or moving at once are a few
+	// entries of the log, not thousands.
+	KindSessions Kind = 12
 )
 
 // lastKind is the highest Kind; DecodeCommand refuses anything above.
-const lastKind = KindUnseal
+const lastKind = KindSessions
 
 func (k Kind) String() string {
 	switch k {
@@ -80,6 +88,8 @@ func (k Kind) String() string {
 		return "seal"
 	case KindUnseal:
 		return "unseal"
+	case KindSessions:
+		return "sessions"
 	}
 	return fmt.Sprintf("Kind(%d)", int32(k))
 }

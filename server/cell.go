@@ -56,6 +56,9 @@ type cell struct {
 	tracker    *session.Tracker
 	watches    *registry
 	resumables *resumables
+	// sessions batches the handshakes of proxied channels
+	// (sessionbatch.go).
+	sessions *sessionBatcher
 
 	// mu guards the session-to-connection table and the index of each
 	// session's last keep-alive applied here (sent with expiries, so the
@@ -87,6 +90,7 @@ func newCell(s *Server, name string, shardID, replicaID uint64) *cell {
 		resumables: newResumables(),
 	}
 	c.rate.after = s.routines.afterFunc
+	c.sessions = newSessionBatcher(c)
 	c.mu.owners = map[int64]*conn{}
 	c.mu.seen = map[int64]uint64{}
 	return c

@@ -49,6 +49,13 @@ type Config struct {
 	// (the upstream protocol, docs/proxy.md; zoo.cfg zkraft.proxyPort).
 	// Empty: no proxy listener.
 	ProxyAddr string
+	// SingleHandshakes proposes each proxied channel's handshake as its
+	// own command instead of in batches (raftsm.KindSessions,
+	// sessionbatch.go): for a rolling upgrade from a version without
+	// KindSessions, whose replicas stop on an entry they cannot decode,
+	// until every replica of the cell runs this one. Default false:
+	// batches.
+	SingleHandshakes bool
 	// DataDir holds the state machine and, unless LogDir is set, the Raft
 	// log. Required.
 	DataDir string

@@ -462,16 +462,27 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		id := c.cell.ids.Next()
 		// Retried across leader changes: the id is this member's own, so
 		// NODEEXISTS after a retry means an earlier attempt created it.
-		rep, retried, err := c.cell.rep.proposeRetry(&raftsm.Command{
-			Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Owner: c.owner, Time: time.Now().UnixMilli(),
-		}, c.done)
-		if err != nil {
-			return 0, err
+		var code jute.ErrCode
+		var retried bool
+		if c.batched() {
+			res, r, err := c.cell.sessions.submit(raftsm.SessionOp{Session: id, Timeout: timeout, Owner: c.owner}, c.done)
+			if err != nil {
+				return 0, err
+			}
+			code, retried = res.Err, r
+		} else {
+			rep, r, err := c.cell.rep.proposeRetry(&raftsm.Command{
+				Kind: raftsm.KindCreateSession, Session: id, Timeout: timeout, Owner: c.owner, Time: time.Now().UnixMilli(),
+			}, c.done)
+			if err != nil {
+				return 0, err
+			}
+			code, retried = rep.Err, r
 		}
-		if rep.Err == jute.ErrOK || (retried && rep.Err == jute.ErrNodeExists) {
+		if code == jute.ErrOK || (retried && code == jute.ErrNodeExists) {
 			return id, nil
 		}
-		if rep.Err == jute.ErrNotReadOnly {
+		if code == jute.ErrNotReadOnly {
 			return 0, errCellSealed
 		}
 	}
@@ -489,6 +500,13 @@ var errCellSealed = errors.New("server: the cell is sealed (it is being deleted)
 func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 	if !session.CheckPassword(id, passwd) {
 		return false, nil
+	}
+	if c.batched() {
+		res, _, err := c.cell.sessions.submit(raftsm.SessionOp{Attach: true, Session: id, Owner: c.owner}, c.done)
+		if err != nil {
+			return false, err
+		}
+		return res.Err == jute.ErrOK, nil
 	}
 	// attach is idempotent: retried across leader changes.
 	rep, _, err := c.cell.rep.proposeRetry(&raftsm.Command{

@@ -54,7 +54,9 @@
 // with no other lock held, limits.go), cell.servingMu, connStats.mu (then
 // its latency's mu, stats.go), peerListener.mu (ops.go), Server.cellsMu,
 // auditLog.mu (audit.go), a cell's tokenBucket.mu (celllimits.go),
-// snapshotLimiter.mu (snapshotstream.go).
+// snapshotLimiter.mu (snapshotstream.go), a cell's sessionBatcher.mu
+// (sessionbatch.go: the queue of proxied channels' handshakes, which are
+// proposed together as raftsm.KindSessions batches).
 //
 // The connection pipeline and the cell's loops reach the shard through
 // the replica interface (replica.go: propose, linearizable and local

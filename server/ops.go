@@ -266,6 +266,8 @@ func (s *cellView) Figures() operator.Figures {
 	f.AuthFailed, f.ConnRejected, f.LargeRequestsRejected = c.authFailed.Load(), c.connRejected.Load(), c.largeRequestsRejected.Load()
 	f.TLSHandshakes, f.TLSHandshakeFailed = c.tlsHandshakes.Load(), c.tlsHandshakeFailed.Load()
 	f.Throttled, f.StalledClosed, f.BytesReceived = c.throttled.Load(), c.stalledClosed.Load(), cc.bytesReceived.Load()
+	sb := s.cell.sessions
+	f.SessionBatches, f.SessionBatchOps, f.SessionBatchLargest = sb.batches.Load(), sb.ops.Load(), sb.largest.Load()
 	return f
 }
 

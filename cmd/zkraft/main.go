@@ -125,6 +125,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		myID       = fs.Uint64("myid", 0, "this member's id in the ensemble (default: dataDir/myid when the config has server.N lines)")
 		auditLog   = fs.String("audit-log", "", "write ZooKeeper's audit log (zookeeper.audit.enable) to this file, appending; - for stderr")
 		proxyPort  = fs.Int("proxy-port", 0, "port, on the client address's host, where zkraft proxies connect (docs/proxy.md; 0: none)")
+		singleHS   = fs.Bool("single-handshakes", false, "propose each proxied session's handshake on its own, not in batches (during a rolling upgrade from a version without them; docs/proxy.md)")
 		electionTO = fs.Duration("election-timeout", 0, "Raft election timeout: how long a follower waits for its leader, and a leader for a quorum, before an election (default 1s; raise it on slow or shared disks; every member should use the same)")
 	)
 	ops := defineOpsFlags(fs)
@@ -219,6 +220,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		}
 		cfg.ProxyAddr = net.JoinHostPort(host, strconv.Itoa(*proxyPort))
 	}
+	cfg.SingleHandshakes = *singleHS
 	cfg.Join = *join
 	if set["reconfig-enabled"] {
 		cfg.ReconfigEnabled = *reconfig

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/http"
+	_ "net/http/pprof"
 	"os"
 	"os/exec"
 	"slices"
@@ -71,12 +73,15 @@ type loadProc struct {
 	sessions []*loadSession
 }
 
-func runLoad(addrs []string, n int, timeout time.Duration) {
+func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
+	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
+		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
+	}
 	l := &loadProc{addrs: addrs, timeout: timeout}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	var failed atomic.Int64
-	sem := make(chan struct{}, 64) // handshakes in flight
+	sem := make(chan struct{}, max(inFlight, 1)) // handshakes in flight
 	for i := range n {
 		ready.Add(1)
 		sem <- struct{}{}
@@ -360,12 +365,12 @@ type loader struct {
 	n     int // sessions it was asked for
 }
 
-func startLoader(self string, addrs []string, n int, timeout time.Duration, logPath string) (*loader, error) {
+func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes int, logPath string) (*loader, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String())
+	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes))
 	cmd.Stderr = f
 	cmd.SysProcAttr = xproc.Orphanless()
 	stdout, err := cmd.StdoutPipe()

@@ -59,10 +59,12 @@ func main() {
 	bin := flag.String("zkraft", "", "zkraft binary (default: built into the work directory)")
 	proxiedFirst := flag.Bool("proxied-first", false, "the proxied CPU window before the direct one (a member's memory, once grown, stays: alternate the order)")
 	withZK := flag.Bool("zk", false, "also measure Apache ZooKeeper 3.8's memory per idle session (Debian zookeeper jar)")
+	handshakes := flag.Int("handshakes", 64, "handshakes in flight per load process while the sessions open")
+	single := flag.Bool("single-handshakes", false, "start the members with --single-handshakes (each proxied handshake its own proposal, as before the session batcher)")
 	killMember := flag.Bool("kill-member", false, "after the proxy's kill, kill (SIGKILL) the follower most proxies use, and count the sessions lost")
 	flag.Parse()
 	if *load {
-		runLoad(strings.Split(*addrs, ","), *sessions, *timeout)
+		runLoad(strings.Split(*addrs, ","), *sessions, *timeout, *handshakes)
 		return
 	}
 	if *cpuSessions <= 0 {
@@ -72,7 +74,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, single: *single}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -82,9 +84,10 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 type cfg struct {
 	sessions, cpuSessions, proxies, loaders int
+	handshakes                              int
 	idle, hold, timeout                     time.Duration
 	bin                                     string
-	proxiedFirst, zk, killMember            bool
+	proxiedFirst, zk, killMember, single    bool
 }
 
 // proc is a child process (internal/proc).

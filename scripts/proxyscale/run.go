@@ -165,12 +165,22 @@ func (r *run) startEnsemble() error {
 			filepath.Join(md, "data"), p.client, servers.String())
 		cfgPath := filepath.Join(md, "zoo.cfg")
 		os.WriteFile(cfgPath, []byte(cfg), 0o644)
-		pr, err := xproc.Start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy))
+		if os.Getenv("PROXYSCALE_PPROF") != "" {
+			a := fmt.Sprintf("127.0.0.1:%d", r.port())
+			os.Setenv("ZKRAFT_PPROF_ADDR", a)
+			fmt.Printf("proxyscale: member %d's profiles on http://%s/debug/pprof/\n", i+1, a)
+		}
+		args := []string{r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy)}
+		if r.single {
+			args = append(args, "--single-handshakes")
+		}
+		pr, err := xproc.Start(fmt.Sprintf("member %d", i+1), filepath.Join(md, "server.log"), args...)
 		if err != nil {
 			return err
 		}
 		r.members = append(r.members, &member{proc: pr, client: fmt.Sprintf("127.0.0.1:%d", p.client), proxy: fmt.Sprintf("127.0.0.1:%d", p.proxy)})
 	}
+	os.Unsetenv("ZKRAFT_PPROF_ADDR")
 	for _, m := range r.members {
 		if err := xproc.WaitPort(m.client, 60*time.Second); err != nil {
 			return err
@@ -196,6 +206,11 @@ func (r *run) startProxies() error {
 	}
 	for i := range r.proxies {
 		a, admin := fmt.Sprintf("127.0.0.1:%d", r.port()), fmt.Sprintf("127.0.0.1:%d", r.port())
+		if os.Getenv("PROXYSCALE_PPROF") != "" {
+			pa := fmt.Sprintf("127.0.0.1:%d", r.port())
+			os.Setenv("ZKRAFT_PPROF_ADDR", pa)
+			fmt.Printf("proxyscale: proxy %d's profiles on http://%s/debug/pprof/\n", i, pa)
+		}
 		p, err := xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
 			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--admin-addr", admin, "--log-level", "info")
 		if err != nil {
@@ -205,6 +220,7 @@ func (r *run) startProxies() error {
 		r.pxAddrs = append(r.pxAddrs, a)
 		r.pxAdmins = append(r.pxAdmins, admin)
 	}
+	os.Unsetenv("ZKRAFT_PPROF_ADDR")
 	for _, a := range r.pxAddrs {
 		if err := xproc.WaitPort(a, 30*time.Second); err != nil {
 			return err
@@ -236,7 +252,13 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 		// Each load process starts its sessions on its own address first,
 		// so that the sessions spread evenly.
 		rot := append(slices.Clone(addrs[i%len(addrs):]), addrs[:i%len(addrs)]...)
-		l, err := startLoader(r.self, rot, k, r.timeout, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		if os.Getenv("PROXYSCALE_PPROF") != "" {
+			pa := fmt.Sprintf("127.0.0.1:%d", r.port())
+			os.Setenv("PROXYSCALE_LOAD_PPROF", pa)
+			fmt.Printf("proxyscale: %s load process %d's profiles on http://%s/debug/pprof/\n", name, i, pa)
+		}
+		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err
 		}
@@ -411,10 +433,16 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
 
 	// Kill one proxy: its sessions must resume on the others.
+	lostK, movedK := 0, 0
+	for _, l := range ls {
+		a, b := l.count()
+		lostK, movedK = lostK+a, movedK+b
+	}
+	killed := time.Now()
 	r.pxs[0].Cmd.Process.Kill()
 	r.pxs[0].Cmd.Wait()
 	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
-	time.Sleep(r.timeout + 5*time.Second)
+	r.watchMoves("kill", ls, killed, lostK, movedK)
 	if r.killMember {
 		// Kill the follower most proxies use: their sessions must be
 		// reattached on the other members within their timeout.
@@ -435,16 +463,22 @@ func (r *run) scale(groups ...group) error {
 			a, b := l.count()
 			lost0, moved0 = lost0+a, moved0+b
 		}
+		killedAt := time.Now()
 		victim.Cmd.Process.Kill()
 		victim.Cmd.Wait()
 		fmt.Printf("  %-9s killed member %s, a follower, upstream of %d of the %d live proxies (sessions lost so far %d, reconnects %d)   load average %s\n",
 			"member", victim.proxy, counts[victim.proxy], len(r.pxAdmins)-1, lost0, moved0, xproc.LoadAvg())
-		time.Sleep(r.timeout + 5*time.Second)
+		r.watchMoves("member", ls, killedAt, lost0, moved0)
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
 	}
 	lost, moved := finishAll(ls)
 	ls = nil
 	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
+	for i, m := range r.members {
+		if m.Cmd.ProcessState == nil {
+			fmt.Printf("  %-9s member %d's proxied handshakes: %s\n", "batches", i+1, sessionBatches(fourLetter(m.client, "mntr")))
+		}
+	}
 	return nil
 }
 
@@ -534,4 +568,69 @@ func (r *run) upstreamFigures() string {
 	}
 	fmt.Fprintf(&b, ", reader late at most %.0f ms", lateMax)
 	return b.String()
+}
+
+// watchMoves counts the load processes' reconnects and sessions lost once
+// a second for a session timeout and 5 s after a kill at t0 (lost0 and
+// moved0 the counts just before it), and prints when the kill's
+// reconnects reached half, 90 % and all of what they came to: how fast
+// the killed process's sessions came back.
+func (r *run) watchMoves(name string, ls []*loader, t0 time.Time, lost0, moved0 int) {
+	type point struct {
+		at    time.Duration
+		moved int
+	}
+	var pts []point
+	for deadline := t0.Add(r.timeout + 5*time.Second); time.Now().Before(deadline); {
+		time.Sleep(time.Second)
+		p := point{at: time.Since(t0)}
+		for _, l := range ls {
+			_, b := l.count()
+			p.moved += b
+		}
+		p.moved -= moved0
+		pts = append(pts, p)
+	}
+	if len(pts) == 0 {
+		return
+	}
+	last := pts[len(pts)-1]
+	when := func(frac float64) time.Duration {
+		for _, p := range pts {
+			if float64(p.moved) >= float64(last.moved)*frac {
+				return p.at
+			}
+		}
+		return last.at
+	}
+	lost := 0
+	for _, l := range ls {
+		a, _ := l.count()
+		lost += a
+	}
+	d := func(x time.Duration) string { return x.Round(100 * time.Millisecond).String() }
+	fmt.Printf("  %-9s %d reconnects after the kill, counted each second: half by %s, 90%% by %s, all by %s; %d sessions lost since the kill   load average %s\n",
+		name, last.moved, d(when(0.5)), d(when(0.9)), d(when(1)), lost-lost0, xproc.LoadAvg())
+}
+
+// sessionBatches is what a member's mntr says of its proxied channels'
+// handshakes proposed in batches (server's session batcher), or that it
+// says nothing (a binary from before it).
+func sessionBatches(mntr string) string {
+	var batches, ops, largest string
+	for _, l := range strings.Split(mntr, "\n") {
+		k, v, _ := strings.Cut(l, "\t")
+		switch k {
+		case "zk_zkraft_session_batches_total":
+			batches = v
+		case "zk_zkraft_session_batch_ops_total":
+			ops = v
+		case "zk_zkraft_session_batch_largest":
+			largest = v
+		}
+	}
+	if batches == "" {
+		return "no batch figures (a member without the session batcher)"
+	}
+	return fmt.Sprintf("%s in %s proposals, the largest of %s", ops, batches, largest)
 }

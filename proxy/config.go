@@ -63,6 +63,10 @@ type Config struct {
 	// again in it. 1 turns shared watches off (every session's watch is
 	// then its own on the member). Default wire.Version.
 	UpstreamVersion int32
+	// FanOutWorkers is how many goroutines at most write one shared
+	// watch's notifications to its sessions (fanout.go), at least 512
+	// sessions each. Default (0) GOMAXPROCS.
+	FanOutWorkers int
 	// Logger receives structured logs. Default slog.Default().
 	Logger *slog.Logger
 }

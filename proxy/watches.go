@@ -306,12 +306,11 @@ func (sw *sharedWatches) event(e *wire.Event) {
 	if len(targets) == 0 {
 		return
 	}
+	// Encoded once: every session is given the same bytes (fanout.go).
 	frame := jute.AppendFrame(nil,
 		&jute.ReplyHeader{Xid: jute.XidNotification, Zxid: e.Zxid},
 		&jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: e.Path})
-	for _, c := range targets {
-		c.held(e.Zxid, frame)
-	}
+	sw.u.p.fanOut(targets, e.Zxid, frame)
 }
 
 func denied(chans []int64, ch int64) bool {

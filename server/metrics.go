@@ -28,6 +28,11 @@ type metrics struct {
 	commit        prometheus.Histogram
 	requests      *prometheus.CounterVec
 	leaderChanges prometheus.Counter
+	// byOp caches requests' counter of each op code in
+	// [-opSlotsBelow, opSlots-opSlotsBelow), resolved at its first request:
+	// WithLabelValues hashes the label and locks the vector on every call
+	// (about 1 µs per request in the member's CPU profile at 64x1).
+	byOp [opSlots]atomic.Pointer[prometheus.Counter]
 
 	noLeaderSince atomic.Int64 // unix ns when the shard lost its leader, 0 if it has one
 	term          atomic.Uint64
@@ -82,7 +87,26 @@ func (m *metrics) request(op jute.OpCode, write bool, d time.Duration) {
 	case !opTable[op].untimed:
 		m.readLatency.Observe(ms)
 	}
-	m.requests.WithLabelValues(opLabel(op)).Inc()
+	m.opCounter(op).Inc()
+}
+
+const (
+	opSlots      = 144
+	opSlotsBelow = 16
+)
+
+// opCounter is requests' counter for op.
+func (m *metrics) opCounter(op jute.OpCode) prometheus.Counter {
+	i := int(op) + opSlotsBelow
+	if i < 0 || i >= opSlots {
+		return m.requests.WithLabelValues(opLabel(op))
+	}
+	if c := m.byOp[i].Load(); c != nil {
+		return *c
+	}
+	c := m.requests.WithLabelValues(opLabel(op))
+	m.byOp[i].Store(&c)
+	return c
 }
 
 // leaderChanged is called by the cell when the shard's leader changes.

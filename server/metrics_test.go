@@ -3,9 +3,13 @@ package server
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/go-zookeeper/zk"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/zkraft/zkraft/jute"
+	"github.com/zkraft/zkraft/znode"
 )
 
 func TestPrometheusMetrics(t *testing.T) {
@@ -49,5 +53,40 @@ func TestPrometheusMetrics(t *testing.T) {
 	}
 	if !found {
 		t.Error("znode_count not in the handed-in registry")
+	}
+}
+
+// TestRequestCountersByOp checks the cached per-op counters (metrics.byOp)
+// against the vector they stand for, inside and outside the cached range.
+func TestRequestCountersByOp(t *testing.T) {
+	m := &metrics{requests: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "r"}, []string{"op"}),
+		readLatency:   prometheus.NewSummary(prometheus.SummaryOpts{Name: "rl"}),
+		updateLatency: prometheus.NewSummary(prometheus.SummaryOpts{Name: "ul"}),
+		commit:        prometheus.NewHistogram(prometheus.HistogramOpts{Name: "c"})}
+	ops := map[jute.OpCode]int{jute.OpSetData: 3, jute.OpGetData: 2, jute.OpCloseSession: 1, jute.OpWatchFrom: 2}
+	for op, n := range ops {
+		for range n {
+			m.request(op, znode.IsWrite(op), time.Millisecond)
+		}
+	}
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m.requests)
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, mf := range mfs {
+		for _, mt := range mf.GetMetric() {
+			got[mt.GetLabel()[0].GetValue()] = mt.GetCounter().GetValue()
+		}
+	}
+	for op, n := range ops {
+		if got[opLabel(op)] != float64(n) {
+			t.Errorf("%v: %v requests counted, want %d", op, got[opLabel(op)], n)
+		}
+	}
+	if len(got) != len(ops) {
+		t.Errorf("counted %v, want the %d ops only", got, len(ops))
 	}
 }

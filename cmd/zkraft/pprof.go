@@ -9,7 +9,7 @@ import (
 )
 
 // pprofEnv names the environment variable that, when set to an address,
-// makes serve expose Go's profiler (net/http/pprof) there: a debugging aid
+// makes serve (and proxy) expose Go's profiler (net/http/pprof) there: a debugging aid
 // for performance work (docs/performance.md), off unless set. It is an
 // environment variable rather than a flag so that a harness that starts
 // the binary with a fixed command line (scripts/sidebyside) can turn it on.

@@ -39,6 +39,7 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		adminAddr  = fs.String("admin-addr", "", "serve the AdminServer's /commands about the proxy on this address (default: none)")
 		metrics    = fs.String("metrics-addr", "", "serve Prometheus /metrics about the proxy on this address (default: none)")
 		upVersion  = fs.Int("upstream-version", 0, "newest upstream protocol version to speak (0: this build's newest; 1: no shared watches)")
+		fanOut     = fs.Int("fanout-workers", 0, "goroutines at most that write one shared watch's notifications (0: GOMAXPROCS)")
 	)
 	if err := fs.Parse(args); err != nil {
 		return proxy.Config{}, err
@@ -60,6 +61,7 @@ func proxyConfig(args []string) (proxy.Config, error) {
 		AdminAddr:         *adminAddr,
 		MetricsAddr:       *metrics,
 		UpstreamVersion:   int32(*upVersion),
+		FanOutWorkers:     *fanOut,
 		Logger:            slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})),
 	}
 	for _, w := range strings.Split(*fourLW, ",") {

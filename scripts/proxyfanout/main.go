@@ -15,21 +15,36 @@
 //	go run ./scripts/proxyfanout -sessions 10000 -proxies 6 -rounds 3
 //
 // The sessions are bench's minimal Jute clients, all in this process.
+//
+// -modes chooses what each round measures, in order (alternated every
+// other round): 2 (shared watches), 1 (one watch per session on the
+// member, through the proxies) and direct (the sessions straight to the
+// member, no proxy: the member's own fan-out, which shows how fast this
+// process reads the same count). Each round also prints the CPU time of
+// the member, the proxies (summed) and this process from the write's
+// sending to the last notification, and per notification. With -profile
+// DIR the member and proxies serve pprof (ZKRAFT_PPROF_ADDR) and each
+// round writes CPU profiles of every process over the fan-out into DIR.
+//
+//	go run ./scripts/proxyfanout -sessions 10000 -proxies 1 -modes 2,direct -profile /tmp/me/prof
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/zkraft/zkraft/bench"
@@ -45,13 +60,92 @@ func main() {
 	rounds := flag.Int("rounds", 3, "rounds (each measures version 2 and version 1)")
 	wait := flag.Duration("wait", 30*time.Second, "how long a round waits for its notifications")
 	bin := flag.String("zkraft", "", "zkraft binary (default: built into the work directory)")
+	modeList := flag.String("modes", "2,1", "what each round measures, in order: 2 (shared watches), 1 (one watch per session upstream), direct (no proxy)")
+	profile := flag.String("profile", "", "directory for CPU profiles of the member, the proxies and this process over each fan-out (default: none)")
 	flag.Parse()
+	modes = strings.Split(*modeList, ",")
+	for _, m := range modes {
+		if m != "1" && m != "2" && m != "direct" {
+			log.Fatalf("proxyfanout: -modes: %q is not 1, 2 or direct", m)
+		}
+	}
+	profileDir = *profile
 	if *sessions > 15000 {
 		log.Fatal("proxyfanout: keep under 15,000 sessions (the open-file limit is about 20,000)")
 	}
 	if err := run(*sessions, *proxies, *rounds, *wait, *bin); err != nil {
 		log.Fatal(err)
 	}
+}
+
+var (
+	modes      []string
+	profileDir string
+)
+
+// pprofAddrs are the pprof addresses of the member and the proxies of the
+// current round (with -profile), by name.
+var pprofAddrs = map[string]string{}
+
+// startWithPprof starts a zkraft process serving pprof on a free port when
+// -profile is set (ZKRAFT_PPROF_ADDR, read by serve and proxy).
+func startWithPprof(name, logPath string, args ...string) (*proc, error) {
+	if profileDir == "" {
+		return xproc.Start(name, logPath, args...)
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port())
+	os.Setenv("ZKRAFT_PPROF_ADDR", addr)
+	defer os.Unsetenv("ZKRAFT_PPROF_ADDR")
+	pprofAddrs[name] = addr
+	return xproc.Start(name, logPath, args...)
+}
+
+// profiles fetches a CPU profile of d from every process serving pprof
+// and of this process, into profileDir with tag in their names; the
+// returned function waits for them.
+func profiles(tag string, d time.Duration) func() {
+	if profileDir == "" {
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	for name, addr := range pprofAddrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := http.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", addr, int(d/time.Second)))
+			if err != nil {
+				log.Printf("profile of %s: %v", name, err)
+				return
+			}
+			defer resp.Body.Close()
+			f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("%s-%s.pprof", name, tag)))
+			if err != nil {
+				log.Printf("profile of %s: %v", name, err)
+				return
+			}
+			defer f.Close()
+			io.Copy(f, resp.Body)
+		}()
+	}
+	f, err := os.Create(filepath.Join(profileDir, fmt.Sprintf("load-%s.pprof", tag)))
+	if err == nil && pprof.StartCPUProfile(f) == nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			time.Sleep(d)
+			pprof.StopCPUProfile()
+			f.Close()
+		}()
+	}
+	time.Sleep(200 * time.Millisecond) // every profile has started
+	return wg.Wait
+}
+
+// selfCPU is this process's user and system CPU time.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // proc is a child process (internal/proc).
@@ -92,7 +186,12 @@ func run(sessions, proxies, rounds int, wait time.Duration, bin string) error {
 	if err := os.WriteFile(cfgPath, []byte(cfg), 0o644); err != nil {
 		return err
 	}
-	member, err := xproc.Start("", filepath.Join(dir, "member.log"), bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(proxyPort))
+	if profileDir != "" {
+		if err := os.MkdirAll(profileDir, 0o755); err != nil {
+			return err
+		}
+	}
+	member, err := startWithPprof("member", filepath.Join(dir, "member.log"), bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(proxyPort))
 	if err != nil {
 		return err
 	}
@@ -112,32 +211,41 @@ func run(sessions, proxies, rounds int, wait time.Duration, bin string) error {
 	}
 	fmt.Printf("proxyfanout: %d sessions through %d proxies watch /fan on a standalone member; load average %s\n", sessions, proxies, xproc.LoadAvg())
 	for r := range rounds {
-		order := []int{2, 1}
+		order := slices.Clone(modes)
 		if r%2 == 1 {
-			order = []int{1, 2}
+			slices.Reverse(order)
 		}
-		for _, v := range order {
-			if err := round(dir, bin, member, client, proxyPort, w, v, sessions, proxies, wait); err != nil {
-				return fmt.Errorf("round %d, version %d: %w", r+1, v, err)
+		for _, m := range order {
+			if err := round(dir, bin, member, client, proxyPort, w, m, r+1, sessions, proxies, wait); err != nil {
+				return fmt.Errorf("round %d, mode %s: %w", r+1, m, err)
 			}
 		}
 	}
 	return nil
 }
 
-func round(dir, bin string, member *proc, client string, proxyPort int, w *bench.Conn, version, sessions, proxies int, wait time.Duration) error {
+func round(dir, bin string, member *proc, client string, proxyPort int, w *bench.Conn, mode string, rnd, sessions, proxies int, wait time.Duration) error {
 	var addrs []string
 	var ps []*proc
 	defer func() {
 		for _, p := range ps {
 			p.Stop()
 		}
+		for name := range pprofAddrs {
+			if name != "member" {
+				delete(pprofAddrs, name)
+			}
+		}
 	}()
+	if mode == "direct" {
+		proxies = 0
+		addrs = append(addrs, client)
+	}
 	for i := range proxies {
 		addr := fmt.Sprintf("127.0.0.1:%d", port())
-		p, err := xproc.Start("", filepath.Join(dir, fmt.Sprintf("proxy%d-v%d.log", i, version)), bin, "proxy",
+		p, err := startWithPprof(fmt.Sprintf("proxy%d", i), filepath.Join(dir, fmt.Sprintf("proxy%d-v%s-r%d.log", i, mode, rnd)), bin, "proxy",
 			"--members", fmt.Sprintf("127.0.0.1:%d", proxyPort), "--client-addr", addr, "--log-level", "warn",
-			"--upstream-version", strconv.Itoa(version))
+			"--upstream-version", mode)
 		if err != nil {
 			return err
 		}
@@ -152,9 +260,12 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	time.Sleep(time.Second) // the proxies' upstream connections
 
 	var (
-		mu  sync.Mutex
-		at  []int64 // unix nanos each notification arrived
-		got atomic.Int64
+		// at: when each session's notification arrived (Unix ns, 0
+		// before), stored by its reader without a lock shared by all;
+		// twice counts sessions notified more than once.
+		at    = make([]atomic.Int64, sessions)
+		got   atomic.Int64
+		twice atomic.Int64
 	)
 	conns := make([]*bench.Conn, sessions)
 	var next atomic.Int64
@@ -176,9 +287,9 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 							return
 						}
 						got.Add(1)
-						mu.Lock()
-						at = append(at, now)
-						mu.Unlock()
+						if !at[i].CompareAndSwap(0, now) {
+							twice.Add(1)
+						}
 					}})
 				if err != nil {
 					failed.Add(1)
@@ -205,7 +316,14 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	}
 	wchs := strings.ReplaceAll(strings.TrimSpace(fourLetter(client, "wchs")), "\n", ", ")
 	pid := member.Cmd.Process.Pid
-	c0 := xproc.CPUTicks(pid)
+	waitProfiles := profiles(fmt.Sprintf("v%s-r%d", mode, rnd), 2*time.Second)
+	proxyTicks := func() (t int64) {
+		for _, p := range ps {
+			t += xproc.CPUTicks(p.Pid())
+		}
+		return t
+	}
+	c0, p0, s0 := xproc.CPUTicks(pid), proxyTicks(), selfCPU()
 	var sr jute.SetDataResponse
 	sent := time.Now()
 	if err := w.Do(jute.OpSetData, &jute.SetDataRequest{Path: "/fan", Data: []byte(strconv.FormatInt(sent.UnixNano(), 10)), Version: -1}, &sr, 10*time.Second); err != nil {
@@ -216,18 +334,22 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	for got.Load() < int64(sessions) && time.Now().Before(deadline) {
 		time.Sleep(5 * time.Millisecond)
 	}
-	c1 := xproc.CPUTicks(pid)
+	c1, p1, s1 := xproc.CPUTicks(pid), proxyTicks(), selfCPU()
 	time.Sleep(200 * time.Millisecond) // late duplicates, if any, are counted
+	waitProfiles()
 	// Latency from the acknowledgement; a notification that came before
 	// it counts as 0.
 	// (From the write's sending too: a member that queues every
 	// session's notification before it answers the write acknowledges it
 	// late, and most notifications come before the acknowledgement.)
-	mu.Lock()
 	ls := make([]time.Duration, 0, len(at))
 	fromSend := make([]time.Duration, 0, len(at))
 	early := 0
-	for _, t := range at {
+	for i := range at {
+		t := at[i].Load()
+		if t == 0 {
+			continue
+		}
 		d := time.Duration(t - ack.UnixNano())
 		if d < 0 {
 			d, early = 0, early+1
@@ -235,7 +357,6 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 		ls = append(ls, d)
 		fromSend = append(fromSend, time.Duration(t-sent.UnixNano()))
 	}
-	mu.Unlock()
 	slices.Sort(ls)
 	slices.Sort(fromSend)
 	sendPct := func(q float64) time.Duration {
@@ -256,11 +377,21 @@ func round(dir, bin string, member *proc, client string, proxyPort int, w *bench
 	if len(ls) > 0 {
 		maxLat = ls[len(ls)-1]
 	}
-	fmt.Printf("  version %d: delivered %d (%d before the ack, counted 0), lost %d, p50 %v p99 %v max %v from the ack (write %v; from its sending p50 %v p99 %v); member CPU %d ms; member before: %s; load average %s\n",
-		version, delivered, early, lost, pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), maxLat.Round(time.Millisecond),
-		ack.Sub(sent).Round(time.Millisecond), sendPct(0.50), sendPct(0.99), (c1-c0)*10, wchs, xproc.LoadAvg())
-	if delivered > int64(sessions) {
-		return errors.New("more notifications than sessions: a watch fired twice")
+	perNote := func(d time.Duration) string {
+		if delivered == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%.1f µs", float64(d.Microseconds())/float64(delivered))
+	}
+	memberCPU, proxyCPU, loadCPU := time.Duration(c1-c0)*10*time.Millisecond, time.Duration(p1-p0)*10*time.Millisecond, s1-s0
+	fmt.Printf("  mode %s: delivered %d (%d before the ack, counted 0), lost %d, p50 %v p99 %v max %v from the ack (write %v; from its sending p50 %v p99 %v); member before: %s; load average %s\n",
+		mode, delivered, early, lost, pct(0.50).Round(time.Millisecond), pct(0.99).Round(time.Millisecond), maxLat.Round(time.Millisecond),
+		ack.Sub(sent).Round(time.Millisecond), sendPct(0.50), sendPct(0.99), wchs, xproc.LoadAvg())
+	fmt.Printf("    CPU from the write to the last notification: member %v (%s per notification), proxies %v (%s), this process %v (%s), all %v (%s)\n",
+		memberCPU, perNote(memberCPU), proxyCPU, perNote(proxyCPU), loadCPU.Round(time.Millisecond), perNote(loadCPU),
+		(memberCPU + proxyCPU + loadCPU).Round(time.Millisecond), perNote(memberCPU+proxyCPU+loadCPU))
+	if n := twice.Load(); n > 0 || delivered > int64(sessions) {
+		return fmt.Errorf("%d sessions notified more than once: a watch fired twice", n)
 	}
 	return nil
 }

@@ -1,0 +1,155 @@
+package proxy
+
+import (
+	"runtime"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// The tail of a shared watch: one Event from the member becomes one
+// notification for each of thousands of sessions (watches.go, event).
+//
+// Where the time went before (docs/proxy.md, "The fan-out's cost"): every
+// session's notification started a flusher goroutine, which set a write
+// deadline (a timer) and wrote the frame through net.Buffers, one
+// goroutine creation, wake-up and timer per session on top of the write
+// itself. So the fan-out
+//
+//  1. encodes the notification once (event) and gives every session the
+//     same bytes;
+//  2. writes them straight to the socket of each session with nothing else
+//     queued, with a non-blocking write from the fan-out's own goroutine,
+//     parked client or not: no goroutine is woken or started for it. Only
+//     a session whose socket does not take the whole frame (its client
+//     reads slowly) or that has replies queued gets its flusher, which
+//     writes the rest in order with the write deadline;
+//  3. splits a large list over a few goroutines (Config.FanOutWorkers),
+//     and waits for them before the upstream reader reads the member's
+//     next frame, so that on every session the notification is queued or
+//     written before any later reply from the member: per session, the
+//     order of one connection is kept as before.
+//
+// A session's notifications may still be held behind its requests in
+// flight (client.held): that rule is unchanged.
+
+// fanOutChunk is the fewest sessions worth a goroutine of their own.
+const fanOutChunk = 512
+
+// fanOut gives the notification frame of zxid to every target (each a
+// distinct client). It runs on the upstream reader and returns when every
+// target has it queued, held or written.
+func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte) {
+	workers := p.cfg.FanOutWorkers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	workers = min(workers, (len(targets)+fanOutChunk-1)/fanOutChunk)
+	if workers <= 1 {
+		for _, c := range targets {
+			c.heldNote(zxid, frame)
+		}
+		return
+	}
+	var wg sync.WaitGroup
+	per := (len(targets) + workers - 1) / workers
+	for i := 0; i < len(targets); i += per {
+		part := targets[i:min(i+per, len(targets))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for _, c := range part {
+				c.heldNote(zxid, frame)
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// heldNote is held for a shared watch's notification: it is delivered at
+// once (written straight to the socket when nothing else waits for it)
+// unless requests are outstanding. The upstream reader, or one fan-out
+// goroutine for this client while the reader waits for it.
+func (c *client) heldNote(zxid int64, frame []byte) {
+	if len(c.evq) == 0 && c.outstanding() == 0 {
+		c.deliverDirect(zxid, frame)
+		return
+	}
+	c.held(zxid, frame)
+}
+
+// deliverDirect is deliver, writing frame straight to the socket when the
+// outbox is empty and no flusher runs (writeNow).
+func (c *client) deliverDirect(zxid int64, frame []byte) {
+	if zxid > c.zxid.Load() {
+		c.zxid.Store(zxid)
+	}
+	c.tell(zxid)
+	c.queueDirect(frame)
+}
+
+// queueDirect is queue, but tries a non-blocking write of frame first
+// when nothing is queued before it; what the socket does not take is
+// queued for the flusher, in order. frame is shared by every session and
+// never written to.
+func (c *client) queueDirect(frame []byte) {
+	c.out.Lock()
+	if c.out.closed {
+		c.out.Unlock()
+		return
+	}
+	if c.out.flushing || len(c.out.frames) > 0 || c.rc == nil {
+		c.out.Unlock()
+		c.queue(frame)
+		return
+	}
+	// INVARIANT: no flusher runs and nothing is queued, and c.out is held:
+	// no other write to the socket can start before this one ends.
+	n, err := c.writeNow(frame)
+	switch {
+	case err == nil && n == len(frame):
+		c.out.Unlock()
+		c.stats.sent.Add(1)
+		c.p.stats.sent.Add(1)
+		return
+	case err != nil && err != errWouldBlock:
+		c.out.closed, c.out.frames, c.out.bytes = true, nil, 0
+		c.out.Unlock()
+		c.close()
+		return
+	}
+	rest := frame[n:]
+	c.out.frames = append(c.out.frames, rest)
+	c.out.bytes += len(rest)
+	c.kickLocked()
+	c.out.Unlock()
+	c.stats.sent.Add(1)
+	c.p.stats.sent.Add(1)
+}
+
+// writeNow writes b to c's socket without waiting: how much the socket
+// took (0 and errWouldBlock when nothing).
+func (c *client) writeNow(b []byte) (int, error) {
+	var n int
+	var werr error
+	err := c.rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = unix.Write(int(fd), b)
+			if werr != unix.EINTR {
+				return true // never wait: the flusher does
+			}
+		}
+	})
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case werr == unix.EAGAIN:
+		return 0, errWouldBlock
+	case werr != nil:
+		return 0, werr
+	case n < 0:
+		return 0, errWouldBlock
+	}
+	return n, nil
+}

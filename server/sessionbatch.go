@@ -15,10 +15,11 @@ import (
 // (createSession and attach) into raftsm.KindSessions batches, so that
 // thousands of sessions opening at once, or reattached at once by a proxy
 // that lost its member, are a few entries of the log rather than one
-// each. With one entry each, a proxy reattaching 3,627 kept sessions 256
-// at a time sent 1,627 in 13.9 s at load average 33 and closed the rest
-// at their timeout; in batches two proxies sent 3,334 each in 1.3 s and
-// none was closed (docs/proxy.md, Tests and figures).
+// each (at load average 33, a proxy reattaching 3,627 kept sessions
+// with one entry each sent 1,627 in 13.9 s and closed the rest at their
+// timeout). Measured side by side at load 11 to 22, batches made the
+// entries fewer but the reattach no faster (docs/proxy.md, Tests and
+// figures): what they buy at higher load is not established.
 //
 // A handshake queues its op and waits; at most sessionProposers batches
 // are in flight, each proposed by a goroutine that takes up to

@@ -630,6 +630,13 @@ func (c *client) queue(frame []byte) {
 		c.close()
 		return
 	}
+	c.queueLocked(frame)
+}
+
+// queueLocked appends frame to c's outbox for its flusher, starts the
+// flusher if it is not running, unlocks the outbox and counts the frame
+// as sent. c.out must be locked.
+func (c *client) queueLocked(frame []byte) {
 	c.out.frames = append(c.out.frames, frame)
 	c.out.bytes += len(frame)
 	c.kickLocked()

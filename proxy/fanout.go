@@ -117,12 +117,7 @@ func (c *client) queueDirect(frame []byte) {
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// Not this write's: a deadline left on the descriptor (the
 		// flusher clears its own). The flusher writes it, with one.
-		c.out.frames = append(c.out.frames, frame)
-		c.out.bytes += len(frame)
-		c.kickLocked()
-		c.out.Unlock()
-		c.stats.sent.Add(1)
-		c.p.stats.sent.Add(1)
+		c.queueLocked(frame)
 		return
 	case err != nil && err != errWouldBlock:
 		c.out.closed, c.out.frames, c.out.bytes = true, nil, 0
@@ -130,13 +125,7 @@ func (c *client) queueDirect(frame []byte) {
 		c.close()
 		return
 	}
-	rest := frame[n:]
-	c.out.frames = append(c.out.frames, rest)
-	c.out.bytes += len(rest)
-	c.kickLocked()
-	c.out.Unlock()
-	c.stats.sent.Add(1)
-	c.p.stats.sent.Add(1)
+	c.queueLocked(frame[n:])
 }
 
 // writeNow writes b to c's socket without waiting: how much the socket

@@ -674,11 +674,12 @@ func TestCellRequestFigures(t *testing.T) {
 	}
 }
 
-// TestJoinedMemberHostsCells: a member added to the ensemble by reconfig
-// after the bootstrap gets a non-voting replica of the system shard (the
-// system shard's leader's member adds it), puts itself in the fleet's map,
-// and a cell placed on it is served there.
-func TestJoinedMemberHostsCells(t *testing.T) {
+// fleetAndJoinedFourth starts a fleet of three members with reconfig on
+// and a fourth member on another loopback address that the ensemble took
+// in by reconfig -add after the bootstrap (closed at the test's end); it
+// returns the three, the fourth, its Member and its address.
+func fleetAndJoinedFourth(t *testing.T) ([]*Server, *Server, Member, string) {
+	t.Helper()
 	tweak := func(c *Config) {
 		c.ReconfigEnabled = true
 		c.SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4=" // super:secret
@@ -703,7 +704,16 @@ func TestJoinedMemberHostsCells(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer s4.Close()
+	t.Cleanup(func() { s4.Close() })
+	return servers, s4, fourth, ip4
+}
+
+// TestJoinedMemberHostsCells: a member added to the ensemble by reconfig
+// after the bootstrap gets a non-voting replica of the system shard (the
+// system shard's leader's member adds it), puts itself in the fleet's map,
+// and a cell placed on it is served there.
+func TestJoinedMemberHostsCells(t *testing.T) {
+	servers, s4, fourth, ip4 := fleetAndJoinedFourth(t)
 	m := waitMap(t, servers[0], "member 4", func(m *fleet.Map) bool { _, ok := m.Member(4); return ok })
 	if x, _ := m.Member(4); x.RaftAddr != fourth.RaftAddr || x.ClientHost != ip4 {
 		t.Errorf("member 4 in the map: %+v", x)
@@ -731,31 +741,7 @@ func TestJoinedMemberHostsCells(t *testing.T) {
 // shard (which the system shard's leader does not add back), and the map
 // still answers.
 func TestMemberPromoteLeaveRemove(t *testing.T) {
-	tweak := func(c *Config) {
-		c.ReconfigEnabled = true
-		c.SuperDigest = "super:lK75jTNcA+U9vtVEw5vB51mj/w4=" // super:secret
-	}
-	servers := fleetOfWith(t, 3, tweak)
-	host, _, _ := net.SplitHostPort(servers[2].cfg.ClientAddr)
-	ip4 := host[:strings.LastIndex(host, ".")] + ".4"
-	fourth := Member{ID: 4, RaftAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)), ElectionAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t)),
-		ClientAddr: fmt.Sprintf("%s:%d", ip4, freeport.Port(t))}
-	admin := connectZK(t, servers[0].Addr().String())
-	if err := admin.AddAuth("digest", []byte("super:secret")); err != nil {
-		t.Fatal(err)
-	}
-	join := fmt.Sprintf("server.4=%s:%s:participant;%s", fourth.RaftAddr, strings.Split(fourth.ElectionAddr, ":")[1], fourth.ClientAddr)
-	if _, err := admin.IncrementalReconfig([]string{join}, nil, -1); err != nil {
-		t.Fatalf("reconfig -add: %v", err)
-	}
-	cfg := Config{ClientAddr: fourth.ClientAddr, DataDir: t.TempDir(), Members: append(append([]Member(nil), servers[0].cfg.Members...), fourth),
-		ReplicaID: 4, Join: true, TickTime: 500 * time.Millisecond, FourLetterWords: []string{"*"}, Logger: testLogger(t, 4)}
-	tweak(&cfg)
-	s4, err := New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s4.Close()
+	servers, _, _, _ := fleetAndJoinedFourth(t)
 	waitMap(t, servers[0], "member 4", func(m *fleet.Map) bool { _, ok := m.Member(4); return ok })
 	system := func(what string, ok func(shardMembers) bool) {
 		t.Helper()

@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	xproc "github.com/zkraft/zkraft/internal/proc"
@@ -208,6 +209,7 @@ func (s *loadSession) sendWatch() {
 	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: watchXid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: s.l.path, Watch: true})
 	s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	s.nc.Write(req)
+	s.nc.SetWriteDeadline(time.Time{}) // a passed deadline would refuse the pings' writes (writeNow)
 }
 
 // rewatch, after a reconnect (wmu held), sends the watch again if it was
@@ -223,6 +225,7 @@ func (s *loadSession) rewatch() {
 			&jute.SetWatches{RelativeZxid: s.lastZxid, DataWatches: []string{s.l.path}})
 		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		s.nc.Write(req)
+		s.nc.SetWriteDeadline(time.Time{})
 	}
 }
 
@@ -239,19 +242,18 @@ func (s *loadSession) run() {
 	br := bufio.NewReaderSize(s.nc, 256)
 	nextPing := time.Now().Add(to / 3)
 	var pingSent time.Time // zero: none outstanding
+	rd := &readDeadline{nc: s.nc}
 	for {
-		body, err := readFrame(s.nc, br, buf, nextPing, to/2)
+		body, err := readFrame(rd, br, buf, nextPing, to/2)
 		if s.l.stopped.Load() {
 			return
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			if !pingSent.IsZero() && time.Since(pingSent) > to/2 {
 				err = errors.New("ping unanswered")
 			} else {
 				s.wmu.Lock()
-				s.nc.SetWriteDeadline(time.Now().Add(to / 2))
-				_, err = s.nc.Write(ping)
+				err = writeNow(s.nc, ping)
 				s.wmu.Unlock()
 				if pingSent.IsZero() {
 					pingSent = time.Now()
@@ -271,6 +273,7 @@ func (s *loadSession) run() {
 				return
 			}
 			br.Reset(s.nc)
+			rd = &readDeadline{nc: s.nc}
 			pingSent, nextPing = time.Time{}, time.Now().Add(to/3)
 			continue
 		}
@@ -327,27 +330,77 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 	return false
 }
 
-// readFrame reads one frame's body from br (nc's reader), into buf when
-// it fits. It waits for the frame's first byte until deadline (a timeout
-// then is clean: nothing was read) and for the rest of it at most grace
-// more: a deadline in the middle of a frame must not cut it (the next
-// read would start inside it). A deadline is set only before br reads
-// nc (most frames come whole in one read).
-func readFrame(nc net.Conn, br *bufio.Reader, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
+// readDeadline sets nc's read deadline, but not again to the one it has:
+// a session waits for its next ping with the same deadline across the
+// frames that come meanwhile (a ping's answer), and each change is a
+// timer's.
+type readDeadline struct {
+	nc  net.Conn
+	set time.Time
+}
+
+func (d *readDeadline) to(t time.Time) {
+	if !t.Equal(d.set) {
+		d.nc.SetReadDeadline(t)
+		d.set = t
+	}
+}
+
+// writeNow writes a small frame (a ping) to nc without waiting and
+// without a write deadline (a timer): a socket that does not take all of
+// it at once is a connection that failed (the proxy or member stopped
+// reading megabytes ago), which the session then leaves, as a client
+// leaves one whose write times out.
+func writeNow(nc net.Conn, b []byte) error {
+	sc, ok := nc.(syscall.Conn)
+	if !ok {
+		return errors.New("not a socket")
+	}
+	rc, err := sc.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var n int
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), b)
+			if werr != syscall.EINTR {
+				return true // never wait
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	switch {
+	case werr != nil:
+		return werr
+	case n != len(b):
+		return fmt.Errorf("the socket took %d of a %d-byte frame", n, len(b))
+	}
+	return nil
+}
+
+// readFrame reads one frame's body from br (rd.nc's reader), into buf
+// when it fits. It waits for the frame's first byte until deadline (a
+// timeout then is clean: nothing was read) and for the rest of it at
+// most grace more: a deadline in the middle of a frame must not cut it
+// (the next read would start inside it). A deadline is set only before
+// br reads the socket (most frames come whole in one read).
+func readFrame(rd *readDeadline, br *bufio.Reader, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
 	var lenBuf [4]byte
 	if br.Buffered() < len(lenBuf) {
-		nc.SetReadDeadline(deadline)
+		rd.to(deadline)
 	}
 	got, err := io.ReadFull(br, lenBuf[:])
 	if err != nil && got == 0 {
 		return nil, err
 	}
 	if err != nil {
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, err
 		}
-		nc.SetReadDeadline(time.Now().Add(grace))
+		rd.to(time.Now().Add(grace))
 		if _, err := io.ReadFull(br, lenBuf[got:]); err != nil {
 			return nil, fmt.Errorf("in a frame: %v", err)
 		}
@@ -360,7 +413,7 @@ func readFrame(nc net.Conn, br *bufio.Reader, buf []byte, deadline time.Time, gr
 		buf = make([]byte, n)
 	}
 	if br.Buffered() < n {
-		nc.SetReadDeadline(time.Now().Add(grace))
+		rd.to(time.Now().Add(grace))
 	}
 	if _, err := io.ReadFull(br, buf[:n]); err != nil {
 		return nil, fmt.Errorf("in a frame: %v", err) // not a clean timeout

@@ -131,5 +131,6 @@ func handshake(addr string, req *jute.ConnectRequest) (net.Conn, *jute.ConnectRe
 		nc.Close()
 		return nil, nil, errors.New("connect refused")
 	}
+	nc.SetDeadline(time.Time{}) // the session sets its own (load.go); a passed one would refuse its pings
 	return nc, resp, nil
 }

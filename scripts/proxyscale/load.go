@@ -242,7 +242,7 @@ func (s *loadSession) run() {
 	br := bufio.NewReaderSize(s.nc, 256)
 	nextPing := time.Now().Add(to / 3)
 	var pingSent time.Time // zero: none outstanding
-	rd := &readDeadline{nc: s.nc}
+	rd, rc := &readDeadline{nc: s.nc}, rawConn(s.nc)
 	for {
 		body, err := readFrame(rd, br, buf, nextPing, to/2)
 		if s.l.stopped.Load() {
@@ -253,7 +253,7 @@ func (s *loadSession) run() {
 				err = errors.New("ping unanswered")
 			} else {
 				s.wmu.Lock()
-				err = writeNow(s.nc, ping)
+				err = writeNow(rc, ping)
 				s.wmu.Unlock()
 				if pingSent.IsZero() {
 					pingSent = time.Now()
@@ -273,7 +273,7 @@ func (s *loadSession) run() {
 				return
 			}
 			br.Reset(s.nc)
-			rd = &readDeadline{nc: s.nc}
+			rd, rc = &readDeadline{nc: s.nc}, rawConn(s.nc)
 			pingSent, nextPing = time.Time{}, time.Now().Add(to/3)
 			continue
 		}
@@ -346,19 +346,25 @@ func (d *readDeadline) to(t time.Time) {
 	}
 }
 
-// writeNow writes a small frame (a ping) to nc without waiting and
+// rawConn is nc's raw connection, for writeNow (taken once per
+// connection: each SyscallConn is an allocation).
+func rawConn(nc net.Conn) syscall.RawConn {
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			return rc
+		}
+	}
+	return nil
+}
+
+// writeNow writes a small frame (a ping) to rc without waiting and
 // without a write deadline (a timer): a socket that does not take all of
 // it at once is a connection that failed (the proxy or member stopped
 // reading megabytes ago), which the session then leaves, as a client
 // leaves one whose write times out.
-func writeNow(nc net.Conn, b []byte) error {
-	sc, ok := nc.(syscall.Conn)
-	if !ok {
+func writeNow(rc syscall.RawConn, b []byte) error {
+	if rc == nil {
 		return errors.New("not a socket")
-	}
-	rc, err := sc.SyscallConn()
-	if err != nil {
-		return err
 	}
 	var n int
 	var werr error

@@ -26,9 +26,11 @@ import (
 // A load process is this program re-executed with -load. Its sessions are
 // minimal Jute clients (handshake, a ping every third of the timeout, one
 // getData watch on request), one goroutine each, so a load process costs
-// far less per session than a full client library. It talks to its parent
-// in lines: it prints "ready OPENED FAILED" once every handshake is done,
-// then answers commands read from stdin:
+// far less per session than a full client library. Its first -ephemerals
+// sessions each create an ephemeral znode, ephemeralDir/<session id>,
+// right after their handshake. It talks to its parent in lines: it prints
+// "ready OPENED FAILED EPHEMERALS" once every handshake (and create) is
+// done, then answers commands read from stdin:
 //
 //	watch PATH     every connected session sends getData(PATH, watch);
 //	               answers "watching N" once the replies are in (at most 60 s)
@@ -37,9 +39,11 @@ import (
 //	               "lat L1 L2 ...": each notification's arrival in µs after
 //	               NANOS (Unix time: the write's acknowledgement; negative
 //	               when it came first)
-//	count          answers "lost L moved M"
+//	count          answers "lost L moved M expired E" (E of the L lost
+//	               were told expired; the others found no address that
+//	               took them back within their timeout)
 //
-// and at the end of stdin closes every session and answers "lost L moved M".
+// and at the end of stdin closes every session and answers the same.
 
 // loadSession is one session of a load process.
 type loadSession struct {
@@ -65,6 +69,7 @@ type loadProc struct {
 	addrs    []string
 	timeout  time.Duration
 	lost     atomic.Int64
+	expired  atomic.Int64 // of lost: told expired by a server
 	moved    atomic.Int64
 	stopped  atomic.Bool
 	watchAck sync.WaitGroup
@@ -74,14 +79,17 @@ type loadProc struct {
 	sessions []*loadSession
 }
 
-func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
+// ephemeralDir holds the load sessions' ephemerals (the parent creates it).
+const ephemeralDir = "/proxyscale-eph"
+
+func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals int) {
 	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
 	}
 	l := &loadProc{addrs: addrs, timeout: timeout}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
-	var failed atomic.Int64
+	var failed, created atomic.Int64
 	sem := make(chan struct{}, max(inFlight, 1)) // handshakes in flight
 	for i := range n {
 		ready.Add(1)
@@ -91,6 +99,13 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 			defer wg.Done()
 			at := i % len(addrs)
 			nc, resp, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)})
+			if err == nil && i < ephemerals {
+				if err = createEphemeral(nc, resp.SessionID); err != nil {
+					nc.Close()
+				} else {
+					created.Add(1)
+				}
+			}
 			<-sem
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "handshake:", err)
@@ -107,7 +122,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 		}()
 	}
 	ready.Wait()
-	fmt.Printf("ready %d %d\n", n-int(failed.Load()), failed.Load())
+	fmt.Printf("ready %d %d %d\n", n-int(failed.Load()), failed.Load(), created.Load())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
@@ -118,7 +133,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 			at, _ := strconv.ParseInt(f[1], 10, 64)
 			l.report(at)
 		case len(f) == 1 && f[0] == "count":
-			fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
+			fmt.Printf("lost %d moved %d expired %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load())
 		}
 	}
 	l.stopped.Store(true)
@@ -130,7 +145,34 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 	}
 	l.mu.Unlock()
 	wg.Wait()
-	fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
+	fmt.Printf("lost %d moved %d expired %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load())
+}
+
+// createEphemeral creates the session's ephemeral, ephemeralDir/<id>, on
+// nc right after its handshake (nothing else reads nc yet).
+func createEphemeral(nc net.Conn, id int64) error {
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	defer nc.SetDeadline(time.Time{})
+	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpCreate},
+		&jute.CreateRequest{Path: fmt.Sprintf("%s/%x", ephemeralDir, id), ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}, Flags: jute.FlagEphemeral})
+	if _, err := nc.Write(req); err != nil {
+		return err
+	}
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(nc, lenBuf[:]); err != nil {
+		return err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(lenBuf[:]))
+	if len(body) < 16 {
+		return errors.New("short reply to create")
+	}
+	if _, err := io.ReadFull(nc, body); err != nil {
+		return err
+	}
+	if e := int32(binary.BigEndian.Uint32(body[12:])); e != 0 {
+		return fmt.Errorf("create: error %d", e)
+	}
+	return nil
 }
 
 // watchXid is the xid of the watch's getData.
@@ -320,6 +362,7 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 			c.Close()
 			fmt.Fprintf(os.Stderr, "session %#x expired\n", s.resp.SessionID)
 			s.l.lost.Add(1)
+			s.l.expired.Add(1)
 			return false
 		default:
 			time.Sleep(100 * time.Millisecond)
@@ -435,12 +478,12 @@ type loader struct {
 	n     int // sessions it was asked for
 }
 
-func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes int, logPath string) (*loader, error) {
+func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes, ephemerals int, logPath string) (*loader, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes))
+	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes), "-ephemerals", strconv.Itoa(ephemerals))
 	cmd.Stderr = f
 	cmd.SysProcAttr = xproc.Orphanless()
 	stdout, err := cmd.StdoutPipe()
@@ -485,25 +528,32 @@ func (l *loader) line(prefix string, d time.Duration) (string, error) {
 
 func (l *loader) send(cmd string) { fmt.Fprintln(l.stdin, cmd) }
 
-// waitReady returns the sessions the load process opened and failed to.
-func (l *loader) waitReady(d time.Duration) (opened, failed int, err error) {
+// waitReady returns the sessions the load process opened and failed to,
+// and the ephemerals they created.
+func (l *loader) waitReady(d time.Duration) (opened, failed, ephemerals int, err error) {
 	t, err := l.line("ready ", d)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	_, err = fmt.Sscanf(t, "ready %d %d", &opened, &failed)
-	return opened, failed, err
+	_, err = fmt.Sscanf(t, "ready %d %d %d", &opened, &failed, &ephemerals)
+	return opened, failed, ephemerals, err
 }
 
 // count returns the sessions lost and the reconnects made so far.
 func (l *loader) count() (lost, moved int) {
+	lost, moved, _ = l.counts()
+	return lost, moved
+}
+
+// counts is count with the expiries among the lost.
+func (l *loader) counts() (lost, moved, expired int) {
 	l.send("count")
 	t, err := l.line("lost ", 30*time.Second)
 	if err != nil {
-		return -1, -1
+		return -1, -1, -1
 	}
-	fmt.Sscanf(t, "lost %d moved %d", &lost, &moved)
-	return lost, moved
+	fmt.Sscanf(t, "lost %d moved %d expired %d", &lost, &moved, &expired)
+	return lost, moved, expired
 }
 
 // finish ends the load process and returns the sessions it lost and the

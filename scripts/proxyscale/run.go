@@ -58,6 +58,8 @@ type run struct {
 	// proxyKiB is the proxies' RSS per idle session in the proxied CPU
 	// window, against ZooKeeper's (-zk) at the end.
 	proxyKiB float64
+	// ephCreated is how many the last openLoad's sessions created.
+	ephCreated int
 }
 
 func (c *cfg) run() error {
@@ -250,8 +252,9 @@ func (r *run) leaderCPU(d time.Duration) float64 {
 }
 
 // openLoad starts the load processes with n sessions spread over addrs and
-// waits until every handshake is done.
-func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
+// waits until every handshake is done; the first eph sessions of each
+// create an ephemeral, and r.ephCreated counts those created.
+func (r *run) openLoad(name string, addrs []string, n, eph int) ([]*loader, error) {
 	var ls []*loader
 	per := n / r.loaders
 	t0 := time.Now()
@@ -268,7 +271,7 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 			os.Setenv("PROXYSCALE_LOAD_PPROF", pa)
 			fmt.Printf("proxyscale: %s load process %d's profiles on http://%s/debug/pprof/\n", name, i, pa)
 		}
-		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, eph, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
 		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err
@@ -276,12 +279,13 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 		ls = append(ls, l)
 	}
 	opened, failed := 0, 0
+	r.ephCreated = 0
 	for _, l := range ls {
-		o, f, err := l.waitReady(10 * time.Minute)
+		o, f, e, err := l.waitReady(10 * time.Minute)
 		if err != nil {
 			return ls, fmt.Errorf("%s: %w", name, err)
 		}
-		opened, failed = opened+o, failed+f
+		opened, failed, r.ephCreated = opened+o, failed+f, r.ephCreated+e
 	}
 	el := time.Since(t0)
 	fmt.Printf("  %-9s %d sessions opened in %v (%.0f/s), %d handshakes failed   load average %s\n", name, opened, el.Round(100*time.Millisecond), float64(opened)/el.Seconds(), failed, xproc.LoadAvg())
@@ -312,7 +316,7 @@ func (r *run) cpuWindow(name string, addrs []string, groups ...group) error {
 	for _, g := range groups {
 		base[g.name] = g.rss()
 	}
-	ls, err := r.openLoad(name, addrs, r.cpuSessions)
+	ls, err := r.openLoad(name, addrs, r.cpuSessions, 0)
 	if err != nil {
 		finishAll(ls)
 		return err
@@ -352,7 +356,10 @@ func (r *run) scale(groups ...group) error {
 	if _, err := w.Create(watchPath, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
-	ls, err := r.openLoad("scale", r.pxAddrs, r.sessions)
+	if _, err := w.Create(ephemeralDir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	ls, err := r.openLoad("scale", r.pxAddrs, r.sessions, r.cfg.ephemerals)
 	defer func() {
 		for _, l := range ls {
 			l.Stop()
@@ -362,7 +369,7 @@ func (r *run) scale(groups ...group) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
-	fmt.Printf("  %-9s RSS per session: %s\n", "scale", perSession(groups, base, r.sessions))
+	fmt.Printf("  %-9s RSS per session: %s; %d sessions created an ephemeral\n", "scale", perSession(groups, base, r.sessions), r.ephCreated)
 
 	// Hold, a minute at a time, counting the sessions lost.
 	t0, c0 := time.Now(), xproc.CPUTicks(r.leader.Cmd.Process.Pid)
@@ -378,12 +385,12 @@ func (r *run) scale(groups ...group) error {
 	px0, ld0 := groupTicks()
 	for time.Since(t0) < r.hold {
 		time.Sleep(min(time.Minute, r.hold-time.Since(t0)))
-		lost, moved := 0, 0
+		lost, moved, expired := 0, 0, 0
 		for _, l := range ls {
-			a, b := l.count()
-			lost, moved = lost+a, moved+b
+			a, b, e := l.counts()
+			lost, moved, expired = lost+a, moved+b, expired+e
 		}
-		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, xproc.LoadAvg())
+		fmt.Printf("  %-9s held %v: sessions lost %d (%d of them told expired), reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, expired, moved, xproc.LoadAvg())
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "scale", r.upstreamFigures())
 	}
 	cpu := float64(xproc.CPUTicks(r.leader.Cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
@@ -510,6 +517,16 @@ func (r *run) scale(groups ...group) error {
 		r.watchMoves("member", ls, killedAt, lost0, moved0)
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
 	}
+	lostE, expiredE := 0, 0
+	for _, l := range ls {
+		a, _, e := l.counts()
+		lostE, expiredE = lostE+a, expiredE+e
+	}
+	if kids, _, err := w.Children(ephemeralDir); err == nil {
+		fmt.Printf("  %-9s ephemerals after the kill: %d of the %d created are there (sessions lost over the phase: %d, %d told expired)\n", "kill", len(kids), r.ephCreated, lostE, expiredE)
+	} else {
+		fmt.Printf("  %-9s ephemerals not counted: %v\n", "kill", err)
+	}
 	lost, moved := finishAll(ls)
 	ls = nil
 	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
@@ -551,7 +568,7 @@ func (r *run) zooKeeper() error {
 	defer e.Stop()
 	pid := e.PIDs()[0]
 	base := xproc.RSSKB(pid)
-	ls, err := r.openLoad("zookeeper", e.Addrs(), r.cpuSessions)
+	ls, err := r.openLoad("zookeeper", e.Addrs(), r.cpuSessions, 0)
 	if err != nil {
 		finishAll(ls)
 		return err

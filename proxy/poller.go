@@ -3,6 +3,7 @@ package proxy
 import (
 	"encoding/binary"
 	"errors"
+	"os"
 	"sync"
 	"syscall"
 
@@ -46,10 +47,25 @@ import (
 // A parked client's liveness is the keep-alive loop's to judge
 // (sweepIdle): the read deadline of a blocked reader is gone with it.
 
+// The poller's goroutine does not block in epoll_wait: the proxy's epoll
+// instance is itself a descriptor in Go's own poller (an epoll set is
+// readable while it has events), and the goroutine waits there, through
+// its RawConn, and then takes the events with a non-blocking
+// epoll_wait. A parked client's socket is in Go's set too (see above), so
+// its readiness wakes Go's poller anyway; with the proxy's set waiting
+// in a thread of its own, every ping woke two threads (Go's, to find no
+// goroutine waiting on the socket, and the poller's, which then had to
+// get a P back). Now the one wake-up of Go's poller finds both and runs
+// the poller goroutine.
+
 // poller is the proxy's epoll instance for parked clients.
 type poller struct {
 	p    *Proxy
 	epfd int
+	// ep is epfd in Go's poller; rc its raw connection, which run waits
+	// on. ep owns epfd (release closes it).
+	ep *os.File
+	rc syscall.RawConn
 	// wakeFd is an eventfd in the set, written by close to end run.
 	wakeFd int
 
@@ -80,7 +96,42 @@ func newPoller(p *Proxy) (*poller, error) {
 		unix.Close(wfd)
 		return nil, err
 	}
-	return &poller{p: p, epfd: epfd, wakeFd: wfd, clients: map[int32]*client{}, buf: make([]byte, readBufBytes)}, nil
+	// Non-blocking, so that os.NewFile puts it in Go's poller.
+	if err := unix.SetNonblock(epfd, true); err != nil {
+		unix.Close(epfd)
+		unix.Close(wfd)
+		return nil, err
+	}
+	ep := os.NewFile(uintptr(epfd), "proxy-epoll")
+	rc, err := ep.SyscallConn()
+	if err != nil {
+		ep.Close()
+		unix.Close(wfd)
+		return nil, err
+	}
+	return &poller{p: p, epfd: epfd, ep: ep, rc: rc, wakeFd: wfd, clients: map[int32]*client{}, buf: make([]byte, readBufBytes)}, nil
+}
+
+// wait returns the events ready in the set, waiting in Go's poller while
+// there are none.
+func (pl *poller) wait(events []unix.EpollEvent) (int, error) {
+	var n int
+	var werr error
+	err := pl.rc.Read(func(fd uintptr) bool {
+		for {
+			n, werr = unix.EpollWait(int(fd), events, 0)
+			if werr != unix.EINTR {
+				break
+			}
+		}
+		// Wait only when the set had nothing: an event added after this
+		// look makes the set readable, which wakes the wait.
+		return werr != nil || n > 0
+	})
+	if err != nil {
+		return 0, err
+	}
+	return n, werr
 }
 
 // run waits for parked clients' sockets and starts their readers, until
@@ -88,11 +139,8 @@ func newPoller(p *Proxy) (*poller, error) {
 func (pl *poller) run() {
 	events := make([]unix.EpollEvent, 256)
 	for {
-		n, err := unix.EpollWait(pl.epfd, events, -1)
+		n, err := pl.wait(events)
 		if err != nil {
-			if errors.Is(err, unix.EINTR) {
-				continue
-			}
 			pl.p.log.Error("epoll wait failed: parked clients are not served", "err", err)
 			return
 		}
@@ -128,7 +176,7 @@ func (pl *poller) close() {
 
 // release closes the poller's descriptors once run has ended.
 func (pl *poller) release() {
-	unix.Close(pl.epfd)
+	pl.ep.Close()
 	unix.Close(pl.wakeFd)
 }
 

@@ -32,8 +32,10 @@ import (
 // "ready OPENED FAILED EPHEMERALS" once every handshake (and create) is
 // done, then answers commands read from stdin:
 //
-//	watch PATH     every connected session sends getData(PATH, watch);
-//	               answers "watching N" once the replies are in (at most 60 s)
+//	watch PATH     every connected session sends getData(PATH, watch), at
+//	               most -watches at a time (each read goes up to the
+//	               cell: 100,000 at once timed out there); answers
+//	               "watching N" once the replies are in (at most 3 min)
 //	report NANOS   waits (at most 60 s) until every watching session got its
 //	               notification, then answers "notified N of M" and
 //	               "lat L1 L2 ...": each notification's arrival in µs after
@@ -63,6 +65,16 @@ type loadSession struct {
 	// notified is the Unix time in ns the watch's notification came, 0
 	// before.
 	notified atomic.Int64
+	// gone: the session was lost (its run ended); its watch, if sent, is
+	// never answered, and its slot is given back (watchDone).
+	gone atomic.Bool
+}
+
+// watchDone counts the session's watch as answered (or never to be) and
+// gives its slot back; once per session, through acked.
+func (s *loadSession) watchDone() {
+	s.l.watchAck.Done()
+	<-s.l.watchSlots
 }
 
 type loadProc struct {
@@ -73,7 +85,11 @@ type loadProc struct {
 	moved    atomic.Int64
 	stopped  atomic.Bool
 	watchAck sync.WaitGroup
-	path     string // the watch command's path, set before any wantWatch
+	// watchSlots bounds the watches in flight (-watches); set, like path,
+	// before any wantWatch.
+	watchSlots chan struct{}
+	watches    int
+	path       string // the watch command's path, set before any wantWatch
 
 	mu       sync.Mutex
 	sessions []*loadSession
@@ -82,11 +98,11 @@ type loadProc struct {
 // ephemeralDir holds the load sessions' ephemerals (the parent creates it).
 const ephemeralDir = "/proxyscale-eph"
 
-func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals int) {
+func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals, watches int) {
 	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
 	}
-	l := &loadProc{addrs: addrs, timeout: timeout}
+	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1)}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	var failed, created atomic.Int64
@@ -188,19 +204,37 @@ func (l *loadProc) watch(path string) int {
 	l.mu.Lock()
 	ss := slices.Clone(l.sessions)
 	l.mu.Unlock()
+	l.watchSlots = make(chan struct{}, l.watches)
 	l.watchAck.Add(len(ss))
+	deadline := time.Now().Add(3 * time.Minute)
+	sent := 0
+send:
 	for _, s := range ss {
+		select {
+		case l.watchSlots <- struct{}{}:
+		case <-time.After(time.Until(deadline)):
+			fmt.Fprintf(os.Stderr, "watch: %d of %d sent within 3 min\n", sent, len(ss))
+			break send
+		}
+		sent++
 		s.wantWatch.Store(true)
+		if s.gone.Load() {
+			s.acked.Do(s.watchDone)
+			continue
+		}
 		s.wmu.Lock()
 		s.sendWatch()
 		s.wmu.Unlock()
+	}
+	for range len(ss) - sent {
+		l.watchAck.Done() // never sent
 	}
 	done := make(chan struct{})
 	go func() { l.watchAck.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
-		fmt.Fprintln(os.Stderr, "watch: not every reply within 60s")
+	case <-time.After(time.Until(deadline)):
+		fmt.Fprintln(os.Stderr, "watch: not every reply within 3 min")
 	}
 	n := 0
 	for _, s := range ss {
@@ -312,6 +346,10 @@ func (s *loadSession) run() {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.at], err)
 			if !s.reconnect(to) {
+				s.gone.Store(true)
+				if s.wantWatch.Load() {
+					s.acked.Do(s.watchDone)
+				}
 				return
 			}
 			br.Reset(s.nc)
@@ -332,7 +370,7 @@ func (s *loadSession) run() {
 			if binary.BigEndian.Uint32(body[12:]) == 0 {
 				s.watchOK.Store(true)
 			}
-			s.acked.Do(s.l.watchAck.Done)
+			s.acked.Do(s.watchDone)
 		}
 	}
 }
@@ -478,12 +516,12 @@ type loader struct {
 	n     int // sessions it was asked for
 }
 
-func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes, ephemerals int, logPath string) (*loader, error) {
+func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes, ephemerals, watches int, logPath string) (*loader, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes), "-ephemerals", strconv.Itoa(ephemerals))
+	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes), "-ephemerals", strconv.Itoa(ephemerals), "-watches", strconv.Itoa(watches))
 	cmd.Stderr = f
 	cmd.SysProcAttr = xproc.Orphanless()
 	stdout, err := cmd.StdoutPipe()

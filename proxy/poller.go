@@ -77,8 +77,10 @@ type poller struct {
 	closed  bool
 
 	// buf is the poller goroutine's read buffer for parked clients'
-	// bytes (readable).
-	buf []byte
+	// bytes (readable); blocking says it waits in epoll_wait (wait). Both
+	// are the poller goroutine's.
+	buf      []byte
+	blocking bool
 }
 
 func newPoller(p *Proxy) (*poller, error) {
@@ -113,8 +115,18 @@ func newPoller(p *Proxy) (*poller, error) {
 }
 
 // wait returns the events ready in the set, waiting in Go's poller while
-// there are none.
+// there are none. Should Go's poller refuse the set (it never has on
+// Linux, which nests epoll sets), the poller waits in epoll_wait as it
+// did before.
 func (pl *poller) wait(events []unix.EpollEvent) (int, error) {
+	if pl.blocking {
+		for {
+			n, err := unix.EpollWait(pl.epfd, events, -1)
+			if err != unix.EINTR {
+				return n, err
+			}
+		}
+	}
 	var n int
 	var werr error
 	err := pl.rc.Read(func(fd uintptr) bool {
@@ -129,7 +141,9 @@ func (pl *poller) wait(events []unix.EpollEvent) (int, error) {
 		return werr != nil || n > 0
 	})
 	if err != nil {
-		return 0, err
+		pl.p.log.Warn("the poller waits in epoll_wait: Go's poller does not take its set", "err", err)
+		pl.blocking = true
+		return 0, nil
 	}
 	return n, werr
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
+	"unsafe"
 )
 
 // Writer appends Jute-encoded fields to a growing byte slice. It never fails.
@@ -109,6 +111,9 @@ type Reader struct {
 	// shared: Buffer returns slices of b (capacity clipped, so an append
 	// reallocates) instead of copies.
 	shared bool
+	// frozen: String returns strings over b's bytes too (b never changes
+	// again, see FrozenReader).
+	frozen bool
 }
 
 // NewReader returns a Reader over b. The Reader does not modify b; Buffer
@@ -120,6 +125,14 @@ func NewReader(b []byte) *Reader { return &Reader{b: b} }
 // are in use. For hot paths that decode a buffer they own (a request frame,
 // a Raft entry during its apply) and would otherwise copy each value.
 func NewSharedReader(b []byte) *Reader { return &Reader{b: b, shared: true} }
+
+// FrozenReader returns, by value, a Reader whose Buffer and String both
+// alias b: b must never change again while anything decoded from it lives
+// (an immutable stored value, such as the node cache keeps). Returned by
+// value so that a caller decoding a concrete record type keeps it on its
+// stack; decoding a node this way makes one heap object instead of one
+// per ACL string and one for the Reader.
+func FrozenReader(b []byte) Reader { return Reader{b: b, shared: true, frozen: true} }
 
 // Err returns the first decoding error, or nil.
 func (r *Reader) Err() error { return r.err }
@@ -252,6 +265,9 @@ func (r *Reader) String() string {
 	if b == nil {
 		return ""
 	}
+	if r.frozen {
+		return unsafe.String(unsafe.SliceData(b), len(b))
+	}
 	return string(b)
 }
 
@@ -291,9 +307,11 @@ func (r *Reader) ACLs() []ACL {
 
 // Record is one Jute record: its fields encoded in order with no tags.
 type Record interface {
+	// Encode appends the record to w. It must not keep w.
 	Encode(w *Writer)
 	// Decode reads the record from r. On failure it records the error in r
-	// (see Reader.Err) and never panics.
+	// (see Reader.Err) and never panics. It must not keep r: Unmarshal
+	// reuses its Readers.
 	Decode(r *Reader)
 }
 
@@ -304,21 +322,30 @@ func Marshal(rec Record) []byte {
 	return w.Bytes()
 }
 
+// readers holds the Readers of Unmarshal and UnmarshalShared. A Reader
+// handed to Record.Decode, an interface call, escapes to the heap: one per
+// decode was about 5 of the 50 heap objects a setData cost the server
+// (docs/performance.md, "Allocations and the collector").
+var readers = sync.Pool{New: func() any { return new(Reader) }}
+
+// unmarshal decodes rec from b with a pooled Reader in the given mode.
+func unmarshal(b []byte, rec Record, shared bool) error {
+	r := readers.Get().(*Reader)
+	*r = Reader{b: b, shared: shared}
+	rec.Decode(r)
+	err := r.err
+	*r = Reader{} // keep neither b nor the error alive in the pool
+	readers.Put(r)
+	return err
+}
+
 // Unmarshal decodes rec from b and returns the Reader's error. Trailing bytes
 // after the record are allowed and ignored.
-func Unmarshal(b []byte, rec Record) error {
-	r := NewReader(b)
-	rec.Decode(r)
-	return r.Err()
-}
+func Unmarshal(b []byte, rec Record) error { return unmarshal(b, rec, false) }
 
 // UnmarshalShared is Unmarshal with NewSharedReader: the record's byte
 // buffers alias b.
-func UnmarshalShared(b []byte, rec Record) error {
-	r := NewSharedReader(b)
-	rec.Decode(r)
-	return r.Err()
-}
+func UnmarshalShared(b []byte, rec Record) error { return unmarshal(b, rec, true) }
 
 // AppendFrame appends a client-port frame to dst: a 4-byte big-endian length
 // followed by the concatenated encodings of parts (nil parts are skipped).

@@ -121,13 +121,35 @@ var _ jute.Record = (*Node)(nil)
 // DecodeNode decodes a stored node and checks its record version.
 func DecodeNode(b []byte) (*Node, error) { return decodeNode(b, jute.Unmarshal) }
 
-// DecodeNodeShared is DecodeNode with the node's Data aliasing b, which
-// must not change while the node is in use.
-func DecodeNodeShared(b []byte) (*Node, error) { return decodeNode(b, jute.UnmarshalShared) }
+// DecodeNodeFrozen is DecodeNode with the node's Data and its ACL's
+// strings aliasing b, which must never change again while the node or
+// anything taken from it lives: b is an immutable stored value (the
+// state machine's node cache, or a copy read from the store). It makes
+// two heap objects, the node and its ACL slice, where DecodeNode makes one
+// per string and buffer besides.
+func DecodeNodeFrozen(b []byte) (*Node, error) {
+	if err := checkNodeVersion(b); err != nil {
+		return nil, err
+	}
+	n := new(Node)
+	r := jute.FrozenReader(b) // on the stack: Decode is called on the concrete type
+	n.Decode(&r)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptNode, err)
+	}
+	return n, nil
+}
+
+func checkNodeVersion(b []byte) error {
+	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
+		return ErrCorruptNode
+	}
+	return nil
+}
 
 func decodeNode(b []byte, unmarshal func([]byte, jute.Record) error) (*Node, error) {
-	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
-		return nil, ErrCorruptNode
+	if err := checkNodeVersion(b); err != nil {
+		return nil, err
 	}
 	n := new(Node)
 	if err := unmarshal(b, n); err != nil {

@@ -12,6 +12,7 @@ type Overlay struct {
 	base  KV
 	nodes map[string]*Node // nil value: deleted
 	eph   map[ephKey]bool
+	paths []string // Commit's, kept for the next
 }
 
 type ephKey struct {
@@ -26,6 +27,14 @@ var _ KV = (*Overlay)(nil)
 // the overlay is made for every write.
 func NewOverlay(base KV) *Overlay {
 	return &Overlay{base: base, nodes: map[string]*Node{}}
+}
+
+// Reset drops every buffered change and puts the overlay on base, keeping
+// its maps' memory: a state machine applying many writes reuses one.
+func (o *Overlay) Reset(base KV) {
+	o.base = base
+	clear(o.nodes)
+	clear(o.eph)
 }
 
 func (o *Overlay) Get(path string) (*Node, error) {
@@ -106,11 +115,12 @@ func (o *Overlay) Ephemerals(owner int64) ([]string, error) {
 // Commit writes the buffered changes to the base in a deterministic order
 // (ascending path; within the ephemeral index, ascending owner then path).
 func (o *Overlay) Commit() error {
-	paths := make([]string, 0, len(o.nodes))
+	paths := o.paths[:0]
 	for p := range o.nodes {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
+	defer func() { clear(paths); o.paths = paths[:0] }()
 	for _, p := range paths {
 		var err error
 		if n := o.nodes[p]; n != nil {

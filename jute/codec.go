@@ -315,12 +315,25 @@ type Record interface {
 	Decode(r *Reader)
 }
 
-// Marshal encodes rec into a new slice.
-func Marshal(rec Record) []byte {
-	w := NewWriter(64)
+// writers holds the Writers of AppendRecord and AppendFrame: a Writer
+// handed to Record.Encode, an interface call, escapes to the heap, one per
+// encoding.
+var writers = sync.Pool{New: func() any { return new(Writer) }}
+
+// AppendRecord appends rec's encoding to dst and returns the extended
+// slice.
+func AppendRecord(dst []byte, rec Record) []byte {
+	w := writers.Get().(*Writer)
+	w.buf = dst
 	rec.Encode(w)
-	return w.Bytes()
+	out := w.buf
+	w.buf = nil // the pool keeps no caller's buffer
+	writers.Put(w)
+	return out
 }
+
+// Marshal encodes rec into a new slice.
+func Marshal(rec Record) []byte { return AppendRecord(make([]byte, 0, 64), rec) }
 
 // readers holds the Readers of Unmarshal and UnmarshalShared. A Reader
 // handed to Record.Decode, an interface call, escapes to the heap: one per
@@ -351,14 +364,18 @@ func UnmarshalShared(b []byte, rec Record) error { return unmarshal(b, rec, true
 // followed by the concatenated encodings of parts (nil parts are skipped).
 func AppendFrame(dst []byte, parts ...Record) []byte {
 	start := len(dst)
-	w := Writer{buf: append(dst, 0, 0, 0, 0)}
+	w := writers.Get().(*Writer)
+	w.buf = append(dst, 0, 0, 0, 0)
 	for _, p := range parts {
 		if p != nil {
-			p.Encode(&w)
+			p.Encode(w)
 		}
 	}
-	binary.BigEndian.PutUint32(w.buf[start:], uint32(len(w.buf)-start-4))
-	return w.buf
+	out := w.buf
+	w.buf = nil
+	writers.Put(w)
+	binary.BigEndian.PutUint32(out[start:], uint32(len(out)-start-4))
+	return out
 }
 
 // FrameLength is the length of the frame whose 4-byte big-endian prefix is

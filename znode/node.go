@@ -158,13 +158,11 @@ func decodeNode(b []byte, unmarshal func([]byte, jute.Record) error) (*Node, err
 	return n, nil
 }
 
-// Clone returns a copy of n, so a caller can modify it without touching a
-// node another reader holds. Data is shared: a node's data is never changed
-// in place, only replaced.
+// Clone returns a copy of n, so a caller can modify its fields without
+// touching a node another reader holds. Data and ACL are shared: a node's
+// data and ACL are never changed in place, only replaced (the ACL was
+// copied on every write, for no caller).
 func (n *Node) Clone() *Node {
 	c := *n
-	if n.ACL != nil {
-		c.ACL = append([]jute.ACL{}, n.ACL...)
-	}
 	return &c
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"unsafe"
 )
 
 // Writer appends Jute-encoded fields to a growing byte slice. It never fails.
@@ -111,9 +110,6 @@ type Reader struct {
 	// shared: Buffer returns slices of b (capacity clipped, so an append
 	// reallocates) instead of copies.
 	shared bool
-	// frozen: String returns strings over b's bytes too (b never changes
-	// again, see FrozenReader).
-	frozen bool
 }
 
 // NewReader returns a Reader over b. The Reader does not modify b; Buffer
@@ -126,13 +122,10 @@ func NewReader(b []byte) *Reader { return &Reader{b: b} }
 // a Raft entry during its apply) and would otherwise copy each value.
 func NewSharedReader(b []byte) *Reader { return &Reader{b: b, shared: true} }
 
-// FrozenReader returns, by value, a Reader whose Buffer and String both
-// alias b: b must never change again while anything decoded from it lives
-// (an immutable stored value, such as the node cache keeps). Returned by
-// value so that a caller decoding a concrete record type keeps it on its
-// stack; decoding a node this way makes one heap object instead of one
-// per ACL string and one for the Reader.
-func FrozenReader(b []byte) Reader { return Reader{b: b, shared: true, frozen: true} }
+// SharedReaderOf is NewSharedReader by value, so that a caller decoding
+// a concrete record type (not through the Record interface) keeps the
+// Reader on its stack.
+func SharedReaderOf(b []byte) Reader { return Reader{b: b, shared: true} }
 
 // Err returns the first decoding error, or nil.
 func (r *Reader) Err() error { return r.err }
@@ -265,10 +258,37 @@ func (r *Reader) String() string {
 	if b == nil {
 		return ""
 	}
-	if r.frozen {
-		return unsafe.String(unsafe.SliceData(b), len(b))
+	if s, ok := interned(b); ok {
+		return s
 	}
 	return string(b)
+}
+
+// interned returns the constant string equal to b when b is one of the
+// ACL schemes and ids nearly every node carries ("world", "anyone", ...):
+// decoded without a copy, and without aliasing the input, which a string
+// that outlives the record (a watch trigger's ACL) would keep alive.
+func interned(b []byte) (string, bool) {
+	if len(b) < 2 || len(b) > 6 {
+		return "", false
+	}
+	switch string(b) { // compiled without a conversion
+	case "world":
+		return "world", true
+	case "anyone":
+		return "anyone", true
+	case "digest":
+		return "digest", true
+	case "ip":
+		return "ip", true
+	case "auth":
+		return "auth", true
+	case "sasl":
+		return "sasl", true
+	case "x509":
+		return "x509", true
+	}
+	return "", false
 }
 
 // StringVector reads a vector<ustring>. Count -1 gives nil; count 0 a non-nil

@@ -294,7 +294,7 @@ func decodeNodeValue(v []byte) (*znode.Node, error) {
 	}
 	// Every caller's v is immutable: a fresh copy from getValue, or the
 	// node cache's value, which is never changed (nodecache.go).
-	return znode.DecodeNodeFrozen(rec)
+	return znode.DecodeNodeShared(rec)
 }
 
 // reader is what a Pebble DB, a snapshot and an indexed batch offer for

@@ -121,18 +121,17 @@ var _ jute.Record = (*Node)(nil)
 // DecodeNode decodes a stored node and checks its record version.
 func DecodeNode(b []byte) (*Node, error) { return decodeNode(b, jute.Unmarshal) }
 
-// DecodeNodeFrozen is DecodeNode with the node's Data and its ACL's
-// strings aliasing b, which must never change again while the node or
-// anything taken from it lives: b is an immutable stored value (the
-// state machine's node cache, or a copy read from the store). It makes
-// two heap objects, the node and its ACL slice, where DecodeNode makes one
-// per string and buffer besides.
-func DecodeNodeFrozen(b []byte) (*Node, error) {
+// DecodeNodeShared is DecodeNode with the node's Data aliasing b, which
+// must not change while the node is in use (an immutable stored value:
+// the state machine's node cache, or a copy read from the store). It
+// makes two heap objects, the node and its ACL slice, when the ACL holds
+// only the common schemes and ids (jute interns them).
+func DecodeNodeShared(b []byte) (*Node, error) {
 	if err := checkNodeVersion(b); err != nil {
 		return nil, err
 	}
 	n := new(Node)
-	r := jute.FrozenReader(b) // on the stack: Decode is called on the concrete type
+	r := jute.SharedReaderOf(b) // on the stack: Decode is called on the concrete type
 	n.Decode(&r)
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrCorruptNode, err)

@@ -56,10 +56,6 @@ func historyKeyInto(k []byte, zxid int64, seq uint16) []byte {
 
 func historyZxid(key []byte) int64 { return int64(binary.BigEndian.Uint64(key[1:9])) }
 
-func encodeHistory(e *HistoryEvent) []byte {
-	return appendHistory(make([]byte, 0, 32+len(e.Path)), e)
-}
-
 // appendHistory appends e's history record to dst.
 func appendHistory(dst []byte, e *HistoryEvent) []byte {
 	w := jute.AppendWriter(dst)

@@ -126,10 +126,6 @@ func nodeKey(path string) []byte {
 // children of its own (CountDescendants looks under it).
 const childHasChildren = 1
 
-func childValue(name string, n *znode.Node) []byte {
-	return appendChildValue(make([]byte, 0, 1+len(name)), name, n)
-}
-
 // appendChildValue appends the child-index value of n, named name, to dst.
 func appendChildValue(dst []byte, name string, n *znode.Node) []byte {
 	flag := byte(0)

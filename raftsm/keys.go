@@ -487,6 +487,22 @@ func (kv storeKV) Get(path string) (*znode.Node, error) {
 	return decodeNodeValue(v) // v is a copy, or the cache's (never changed)
 }
 
+// NumChildren reads the count from the stored node's fixed-size tail
+// (nodeTail), without decoding it.
+func (kv storeKV) NumChildren(path string) (int32, bool, error) {
+	v, err := kv.rawGet(path)
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	t, _, err := nodeTail(v)
+	if err != nil {
+		return 0, false, err
+	}
+	return t.NumChildren, true, nil
+}
+
+var _ znode.ChildCounter = storeKV{}
+
 // Children lists from the batch, the parent's pzxid as the batch holds
 // it; the batch is newer than every view.
 func (kv storeKV) Children(path string) ([]string, error) {

@@ -44,6 +44,26 @@ func (o *Overlay) Get(path string) (*Node, error) {
 	return o.base.Get(path)
 }
 
+// NumChildren is ChildCounter's, from the buffered node or the base.
+func (o *Overlay) NumChildren(path string) (int32, bool, error) {
+	if n, ok := o.nodes[path]; ok {
+		if n == nil {
+			return 0, false, nil
+		}
+		return n.NumChildren, true, nil
+	}
+	if cc, ok := o.base.(ChildCounter); ok {
+		return cc.NumChildren(path)
+	}
+	n, err := o.base.Get(path)
+	if err != nil || n == nil {
+		return 0, false, err
+	}
+	return n.NumChildren, true, nil
+}
+
+var _ ChildCounter = (*Overlay)(nil)
+
 func (o *Overlay) Put(path string, n *Node) error {
 	o.nodes[path] = n
 	return nil

@@ -191,18 +191,21 @@ func (a *applier) request(c *Command) (*Reply, error) {
 	// copied the writes once more, in the same order).
 	// &a.kv, not a.kv: a storeKV boxed in an interface was a heap copy
 	// of it per request.
-	var ov *znode.Overlay
+	// A multi gets the overlay to keep its ops' writes in instead.
 	kv := znode.KV(&a.kv)
-	if c.Op != jute.OpMulti {
-		if a.ov == nil {
-			a.ov = znode.NewOverlay(kv)
-		} else {
-			a.ov.Reset(kv)
-		}
+	if a.ov == nil {
+		a.ov = znode.NewOverlay(kv)
+	}
+	var ov *znode.Overlay
+	tx := &znode.Txn{Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts, Triggers: a.trig[:0]}
+	if c.Op == jute.OpMulti {
+		tx.Overlay = a.ov
+	} else {
+		a.ov.Reset(kv)
 		ov = a.ov
 		kv = ov
 	}
-	tx := &znode.Txn{KV: kv, Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts, Triggers: a.trig[:0]}
+	tx.KV = kv
 	var resp jute.Record
 	var err error
 	if c.Op == jute.OpMulti {

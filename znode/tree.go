@@ -88,6 +88,10 @@ type Txn struct {
 	Auth     []jute.ID
 	Options  Options
 	Triggers []Trigger
+	// Overlay, if set, is one Multi may use for its ops' writes (Reset
+	// onto KV first) instead of making one: a state machine reuses one
+	// for every multi. It must not be KV or under it.
+	Overlay *Overlay
 	// noQuotas: this transaction saw QuotaPath without children and has
 	// created nothing under it since (quotaPrefix).
 	noQuotas bool

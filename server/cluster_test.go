@@ -4,9 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -35,13 +32,6 @@ type testCluster struct {
 func freeAddr(t *testing.T) string {
 	t.Helper()
 	return freeport.Addr(t)
-}
-
-func testLogger(t *testing.T, id uint64) *slog.Logger {
-	if os.Getenv("ZKRAFT_TEST_LOG") != "" {
-		return slog.New(slog.NewTextHandler(os.Stderr, nil)).With("test", t.Name())
-	}
-	return slog.New(slog.NewTextHandler(io.Discard, nil))
 }
 
 func newTestCluster(t *testing.T, n int) *testCluster {

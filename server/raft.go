@@ -179,7 +179,7 @@ func (r *raftReplica) read(t readTicket, q readQuery) error {
 			}
 			rt.rs.Release()
 		case <-changed:
-		case <-time.After(r.srv.leaderGrace()):
+		case <-time.After(r.srv.readRetry()):
 		}
 	}
 	return r.readIndex(fn)
@@ -187,7 +187,7 @@ func (r *raftReplica) read(t readTicket, q readQuery) error {
 
 // readIndex runs fn after a ReadIndex of its own. A ReadIndex is
 // idempotent: if the leader changes (or one that died is still believed
-// alive) before it completes, it asks again.
+// alive), or it does not complete within readRetry, it asks again.
 func (r *raftReplica) readIndex(fn any) error {
 	deadline := time.Now().Add(r.srv.cfg.ProposalTimeout)
 	for {
@@ -196,7 +196,7 @@ func (r *raftReplica) readIndex(fn any) error {
 		if err != nil {
 			return err
 		}
-		retry := time.NewTimer(r.srv.leaderGrace())
+		retry := time.NewTimer(r.srv.readRetry())
 		select {
 		case res := <-rs.ResultC():
 			retry.Stop()

@@ -342,6 +342,16 @@ func (s *Server) leaderGrace() time.Duration {
 	return 3 * time.Duration(s.cfg.ElectionRTT) * s.cfg.RTT
 }
 
+// readRetry is how long a read waits for its ReadIndex before asking
+// again: one election timeout. A ReadIndex takes a heartbeat's round trip,
+// but one can be lost on the way without a result (seen on a member that
+// had just joined by reconfig: the first never completed, the one asked
+// after it took 30 ms), and waiting leaderGrace for it then outlasted a
+// client's read timeout (two thirds of a 4 s session's).
+func (s *Server) readRetry() time.Duration {
+	return time.Duration(s.cfg.ElectionRTT) * s.cfg.RTT
+}
+
 // self is this member's entry in Members (ensemble mode only).
 func (s *Server) self() Member {
 	for _, m := range s.cfg.Members {

@@ -110,14 +110,16 @@ type client struct {
 	// The reader between frames (poller.go): rc and fd are the socket's
 	// raw connection and descriptor; rbuf the bytes read and not yet
 	// taken as frames (nil while the client is parked with no frame half
-	// read). pmu guards parked (no reader goroutine: the poller starts
-	// one), pclosed (the socket is closing: no more epoll calls on fd)
-	// and pollAdded (fd is in the poller's set).
-	rc                         syscall.RawConn
-	fd                         int
-	rbuf                       []byte
-	pmu                        sync.Mutex
-	parked, pclosed, pollAdded bool
+	// read). pmu guards parked (no reader goroutine: the poller answers
+	// a lone ping or starts one), pclosed (the socket is closing: no more
+	// epoll calls on fd), pollAdded (fd is in the poller's set) and
+	// pollPending (a readiness edge came while a reader ran: it reads
+	// again before it parks).
+	rc                                      syscall.RawConn
+	fd                                      int
+	rbuf                                    []byte
+	pmu                                     sync.Mutex
+	parked, pclosed, pollAdded, pollPending bool
 }
 
 // flight is one request forwarded and not answered.
@@ -319,8 +321,12 @@ func (c *client) readFrames() error {
 				c.putBuf(buf)
 				c.rbuf = nil
 			}
-			if c.park() {
+			parked, again := c.park()
+			switch {
+			case parked:
 				return errParked
+			case again:
+				continue // an edge came while this reader ran
 			}
 			return net.ErrClosed
 		case err != nil:

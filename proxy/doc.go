@@ -27,7 +27,8 @@
 // silent only when no byte waits on the socket after the idle bound and
 // none comes in a grace counted from when the reader runs (liveness.go).
 // An idle client holds no goroutine: its reader parks it in the proxy's
-// epoll set once nothing is left to read (poller.go).
+// epoll set once nothing is left to read, and the poller answers a parked
+// client's lone ping itself, without a goroutine (poller.go).
 //
 // Lock order: Proxy.mu, then upConn.mu, then client.fl, then client.out;
 // sharedWatches.mu (watches.go) is taken alone or before upConn.out (an

@@ -10,3 +10,6 @@ func SetStallTimeout(d time.Duration) (restore func()) {
 	stallTimeout = d
 	return func() { stallTimeout = old }
 }
+
+// PingsInPlace is how many pings p's poller answered itself.
+func PingsInPlace(p *Proxy) int64 { return p.stats.pingsInPlace.Load() }

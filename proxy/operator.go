@@ -282,6 +282,7 @@ func (p *Proxy) upstreamJSON() operator.Object {
 		{"connections_rejected", p.stats.connRejected.Load()},
 		{"handshakes_without_upstream", p.stats.handshakeRefused.Load()},
 		{"stalled_clients_closed", p.stats.stalledClosed.Load()},
+		{"pings_in_place", p.stats.pingsInPlace.Load()},
 		{"sessions_detached", p.stats.detached.Load()},
 		{"sessions_reattached", p.stats.reattached.Load()},
 		{"sessions_not_reattached", p.stats.reattachFailed.Load()},

@@ -66,6 +66,7 @@ type proxyStats struct {
 	handshakeRefused atomic.Int64 // closed: no upstream within HandshakeWait
 	stalledClosed    atomic.Int64 // clients closed for not reading (outbox full)
 	wordsAnswered    atomic.Int64
+	pingsInPlace     atomic.Int64 // pings the poller answered itself (poller.go)
 	keepAliveBatches atomic.Int64
 	keepAliveIDs     atomic.Int64 // session ids sent in them, in all
 	lastBatch        atomic.Int64 // sessions in the last batch

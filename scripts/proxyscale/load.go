@@ -16,6 +16,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	xproc "github.com/zkraft/zkraft/internal/proc"
@@ -25,20 +26,26 @@ import (
 // A load process is this program re-executed with -load. Its sessions are
 // minimal Jute clients (handshake, a ping every third of the timeout, one
 // getData watch on request), one goroutine each, so a load process costs
-// far less per session than a full client library. It talks to its parent
-// in lines: it prints "ready OPENED FAILED" once every handshake is done,
-// then answers commands read from stdin:
+// far less per session than a full client library. Its first -ephemerals
+// sessions each create an ephemeral znode, ephemeralDir/<session id>,
+// right after their handshake. It talks to its parent in lines: it prints
+// "ready OPENED FAILED EPHEMERALS" once every handshake (and create) is
+// done, then answers commands read from stdin:
 //
-//	watch PATH     every connected session sends getData(PATH, watch);
-//	               answers "watching N" once the replies are in (at most 60 s)
+//	watch PATH     every connected session sends getData(PATH, watch), at
+//	               most -watches at a time (each read goes up to the
+//	               cell: 100,000 at once timed out there); answers
+//	               "watching N" once the replies are in (at most 3 min)
 //	report NANOS   waits (at most 60 s) until every watching session got its
 //	               notification, then answers "notified N of M" and
 //	               "lat L1 L2 ...": each notification's arrival in µs after
 //	               NANOS (Unix time: the write's acknowledgement; negative
 //	               when it came first)
-//	count          answers "lost L moved M"
+//	count          answers "lost L moved M expired E" (E of the L lost
+//	               were told expired; the others found no address that
+//	               took them back within their timeout)
 //
-// and at the end of stdin closes every session and answers "lost L moved M".
+// and at the end of stdin closes every session and answers the same.
 
 // loadSession is one session of a load process.
 type loadSession struct {
@@ -58,29 +65,47 @@ type loadSession struct {
 	// notified is the Unix time in ns the watch's notification came, 0
 	// before.
 	notified atomic.Int64
+	// gone: the session was lost (its run ended); its watch, if sent, is
+	// never answered, and its slot is given back (watchDone).
+	gone atomic.Bool
+}
+
+// watchDone counts the session's watch as answered (or never to be) and
+// gives its slot back; once per session, through acked.
+func (s *loadSession) watchDone() {
+	s.l.watchAck.Done()
+	<-s.l.watchSlots
 }
 
 type loadProc struct {
 	addrs    []string
 	timeout  time.Duration
 	lost     atomic.Int64
+	expired  atomic.Int64 // of lost: told expired by a server
 	moved    atomic.Int64
 	stopped  atomic.Bool
 	watchAck sync.WaitGroup
-	path     string // the watch command's path, set before any wantWatch
+	// watchSlots bounds the watches in flight (-watches); set, like path,
+	// before any wantWatch.
+	watchSlots chan struct{}
+	watches    int
+	path       string // the watch command's path, set before any wantWatch
 
 	mu       sync.Mutex
 	sessions []*loadSession
 }
 
-func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
+// ephemeralDir holds the load sessions' ephemerals (the parent creates it).
+const ephemeralDir = "/proxyscale-eph"
+
+func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals, watches int) {
 	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
 	}
-	l := &loadProc{addrs: addrs, timeout: timeout}
+	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1)}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
-	var failed atomic.Int64
+	var failed, created atomic.Int64
 	sem := make(chan struct{}, max(inFlight, 1)) // handshakes in flight
 	for i := range n {
 		ready.Add(1)
@@ -90,6 +115,13 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 			defer wg.Done()
 			at := i % len(addrs)
 			nc, resp, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)})
+			if err == nil && i < ephemerals {
+				if err = createEphemeral(nc, resp.SessionID); err != nil {
+					nc.Close()
+				} else {
+					created.Add(1)
+				}
+			}
 			<-sem
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "handshake:", err)
@@ -106,7 +138,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 		}()
 	}
 	ready.Wait()
-	fmt.Printf("ready %d %d\n", n-int(failed.Load()), failed.Load())
+	fmt.Printf("ready %d %d %d\n", n-int(failed.Load()), failed.Load(), created.Load())
 	in := bufio.NewScanner(os.Stdin)
 	for in.Scan() {
 		f := strings.Fields(in.Text())
@@ -117,7 +149,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 			at, _ := strconv.ParseInt(f[1], 10, 64)
 			l.report(at)
 		case len(f) == 1 && f[0] == "count":
-			fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
+			fmt.Printf("lost %d moved %d expired %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load())
 		}
 	}
 	l.stopped.Store(true)
@@ -129,7 +161,34 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight int) {
 	}
 	l.mu.Unlock()
 	wg.Wait()
-	fmt.Printf("lost %d moved %d\n", l.lost.Load(), l.moved.Load())
+	fmt.Printf("lost %d moved %d expired %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load())
+}
+
+// createEphemeral creates the session's ephemeral, ephemeralDir/<id>, on
+// nc right after its handshake (nothing else reads nc yet).
+func createEphemeral(nc net.Conn, id int64) error {
+	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	defer nc.SetDeadline(time.Time{})
+	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: 1, Type: jute.OpCreate},
+		&jute.CreateRequest{Path: fmt.Sprintf("%s/%x", ephemeralDir, id), ACL: []jute.ACL{{Perms: jute.PermAll, ID: jute.ID{Scheme: "world", ID: "anyone"}}}, Flags: jute.FlagEphemeral})
+	if _, err := nc.Write(req); err != nil {
+		return err
+	}
+	var lenBuf [4]byte
+	if _, err := io.ReadFull(nc, lenBuf[:]); err != nil {
+		return err
+	}
+	body := make([]byte, binary.BigEndian.Uint32(lenBuf[:]))
+	if len(body) < 16 {
+		return errors.New("short reply to create")
+	}
+	if _, err := io.ReadFull(nc, body); err != nil {
+		return err
+	}
+	if e := int32(binary.BigEndian.Uint32(body[12:])); e != 0 {
+		return fmt.Errorf("create: error %d", e)
+	}
+	return nil
 }
 
 // watchXid is the xid of the watch's getData.
@@ -145,19 +204,37 @@ func (l *loadProc) watch(path string) int {
 	l.mu.Lock()
 	ss := slices.Clone(l.sessions)
 	l.mu.Unlock()
+	l.watchSlots = make(chan struct{}, l.watches)
 	l.watchAck.Add(len(ss))
+	deadline := time.Now().Add(3 * time.Minute)
+	sent := 0
+send:
 	for _, s := range ss {
+		select {
+		case l.watchSlots <- struct{}{}:
+		case <-time.After(time.Until(deadline)):
+			fmt.Fprintf(os.Stderr, "watch: %d of %d sent within 3 min\n", sent, len(ss))
+			break send
+		}
+		sent++
 		s.wantWatch.Store(true)
+		if s.gone.Load() {
+			s.acked.Do(s.watchDone)
+			continue
+		}
 		s.wmu.Lock()
 		s.sendWatch()
 		s.wmu.Unlock()
+	}
+	for range len(ss) - sent {
+		l.watchAck.Done() // never sent
 	}
 	done := make(chan struct{})
 	go func() { l.watchAck.Wait(); close(done) }()
 	select {
 	case <-done:
-	case <-time.After(60 * time.Second):
-		fmt.Fprintln(os.Stderr, "watch: not every reply within 60s")
+	case <-time.After(time.Until(deadline)):
+		fmt.Fprintln(os.Stderr, "watch: not every reply within 3 min")
 	}
 	n := 0
 	for _, s := range ss {
@@ -208,6 +285,7 @@ func (s *loadSession) sendWatch() {
 	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: watchXid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: s.l.path, Watch: true})
 	s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 	s.nc.Write(req)
+	s.nc.SetWriteDeadline(time.Time{}) // a passed deadline would refuse the pings' writes (writeNow)
 }
 
 // rewatch, after a reconnect (wmu held), sends the watch again if it was
@@ -223,6 +301,7 @@ func (s *loadSession) rewatch() {
 			&jute.SetWatches{RelativeZxid: s.lastZxid, DataWatches: []string{s.l.path}})
 		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
 		s.nc.Write(req)
+		s.nc.SetWriteDeadline(time.Time{})
 	}
 }
 
@@ -239,19 +318,18 @@ func (s *loadSession) run() {
 	br := bufio.NewReaderSize(s.nc, 256)
 	nextPing := time.Now().Add(to / 3)
 	var pingSent time.Time // zero: none outstanding
+	rd, rc := &readDeadline{nc: s.nc}, rawConn(s.nc)
 	for {
-		body, err := readFrame(s.nc, br, buf, nextPing, to/2)
+		body, err := readFrame(rd, br, buf, nextPing, to/2)
 		if s.l.stopped.Load() {
 			return
 		}
-		var ne net.Error
-		if errors.As(err, &ne) && ne.Timeout() {
+		if errors.Is(err, os.ErrDeadlineExceeded) {
 			if !pingSent.IsZero() && time.Since(pingSent) > to/2 {
 				err = errors.New("ping unanswered")
 			} else {
 				s.wmu.Lock()
-				s.nc.SetWriteDeadline(time.Now().Add(to / 2))
-				_, err = s.nc.Write(ping)
+				err = writeNow(rc, ping)
 				s.wmu.Unlock()
 				if pingSent.IsZero() {
 					pingSent = time.Now()
@@ -268,9 +346,14 @@ func (s *loadSession) run() {
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.at], err)
 			if !s.reconnect(to) {
+				s.gone.Store(true)
+				if s.wantWatch.Load() {
+					s.acked.Do(s.watchDone)
+				}
 				return
 			}
 			br.Reset(s.nc)
+			rd, rc = &readDeadline{nc: s.nc}, rawConn(s.nc)
 			pingSent, nextPing = time.Time{}, time.Now().Add(to/3)
 			continue
 		}
@@ -287,7 +370,7 @@ func (s *loadSession) run() {
 			if binary.BigEndian.Uint32(body[12:]) == 0 {
 				s.watchOK.Store(true)
 			}
-			s.acked.Do(s.l.watchAck.Done)
+			s.acked.Do(s.watchDone)
 		}
 	}
 }
@@ -317,6 +400,7 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 			c.Close()
 			fmt.Fprintf(os.Stderr, "session %#x expired\n", s.resp.SessionID)
 			s.l.lost.Add(1)
+			s.l.expired.Add(1)
 			return false
 		default:
 			time.Sleep(100 * time.Millisecond)
@@ -327,27 +411,83 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 	return false
 }
 
-// readFrame reads one frame's body from br (nc's reader), into buf when
-// it fits. It waits for the frame's first byte until deadline (a timeout
-// then is clean: nothing was read) and for the rest of it at most grace
-// more: a deadline in the middle of a frame must not cut it (the next
-// read would start inside it). A deadline is set only before br reads
-// nc (most frames come whole in one read).
-func readFrame(nc net.Conn, br *bufio.Reader, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
+// readDeadline sets nc's read deadline, but not again to the one it has:
+// a session waits for its next ping with the same deadline across the
+// frames that come meanwhile (a ping's answer), and each change is a
+// timer's.
+type readDeadline struct {
+	nc  net.Conn
+	set time.Time
+}
+
+func (d *readDeadline) to(t time.Time) {
+	if !t.Equal(d.set) {
+		d.nc.SetReadDeadline(t)
+		d.set = t
+	}
+}
+
+// rawConn is nc's raw connection, for writeNow (taken once per
+// connection: each SyscallConn is an allocation).
+func rawConn(nc net.Conn) syscall.RawConn {
+	if sc, ok := nc.(syscall.Conn); ok {
+		if rc, err := sc.SyscallConn(); err == nil {
+			return rc
+		}
+	}
+	return nil
+}
+
+// writeNow writes a small frame (a ping) to rc without waiting and
+// without a write deadline (a timer): a socket that does not take all of
+// it at once is a connection that failed (the proxy or member stopped
+// reading megabytes ago), which the session then leaves, as a client
+// leaves one whose write times out.
+func writeNow(rc syscall.RawConn, b []byte) error {
+	if rc == nil {
+		return errors.New("not a socket")
+	}
+	var n int
+	var werr error
+	if err := rc.Write(func(fd uintptr) bool {
+		for {
+			n, werr = syscall.Write(int(fd), b)
+			if werr != syscall.EINTR {
+				return true // never wait
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	switch {
+	case werr != nil:
+		return werr
+	case n != len(b):
+		return fmt.Errorf("the socket took %d of a %d-byte frame", n, len(b))
+	}
+	return nil
+}
+
+// readFrame reads one frame's body from br (rd.nc's reader), into buf
+// when it fits. It waits for the frame's first byte until deadline (a
+// timeout then is clean: nothing was read) and for the rest of it at
+// most grace more: a deadline in the middle of a frame must not cut it
+// (the next read would start inside it). A deadline is set only before
+// br reads the socket (most frames come whole in one read).
+func readFrame(rd *readDeadline, br *bufio.Reader, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
 	var lenBuf [4]byte
 	if br.Buffered() < len(lenBuf) {
-		nc.SetReadDeadline(deadline)
+		rd.to(deadline)
 	}
 	got, err := io.ReadFull(br, lenBuf[:])
 	if err != nil && got == 0 {
 		return nil, err
 	}
 	if err != nil {
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
+		if !errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil, err
 		}
-		nc.SetReadDeadline(time.Now().Add(grace))
+		rd.to(time.Now().Add(grace))
 		if _, err := io.ReadFull(br, lenBuf[got:]); err != nil {
 			return nil, fmt.Errorf("in a frame: %v", err)
 		}
@@ -360,7 +500,7 @@ func readFrame(nc net.Conn, br *bufio.Reader, buf []byte, deadline time.Time, gr
 		buf = make([]byte, n)
 	}
 	if br.Buffered() < n {
-		nc.SetReadDeadline(time.Now().Add(grace))
+		rd.to(time.Now().Add(grace))
 	}
 	if _, err := io.ReadFull(br, buf[:n]); err != nil {
 		return nil, fmt.Errorf("in a frame: %v", err) // not a clean timeout
@@ -376,12 +516,12 @@ type loader struct {
 	n     int // sessions it was asked for
 }
 
-func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes int, logPath string) (*loader, error) {
+func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes, ephemerals, watches int, logPath string) (*loader, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes))
+	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes), "-ephemerals", strconv.Itoa(ephemerals), "-watches", strconv.Itoa(watches))
 	cmd.Stderr = f
 	cmd.SysProcAttr = xproc.Orphanless()
 	stdout, err := cmd.StdoutPipe()
@@ -426,25 +566,32 @@ func (l *loader) line(prefix string, d time.Duration) (string, error) {
 
 func (l *loader) send(cmd string) { fmt.Fprintln(l.stdin, cmd) }
 
-// waitReady returns the sessions the load process opened and failed to.
-func (l *loader) waitReady(d time.Duration) (opened, failed int, err error) {
+// waitReady returns the sessions the load process opened and failed to,
+// and the ephemerals they created.
+func (l *loader) waitReady(d time.Duration) (opened, failed, ephemerals int, err error) {
 	t, err := l.line("ready ", d)
 	if err != nil {
-		return 0, 0, err
+		return 0, 0, 0, err
 	}
-	_, err = fmt.Sscanf(t, "ready %d %d", &opened, &failed)
-	return opened, failed, err
+	_, err = fmt.Sscanf(t, "ready %d %d %d", &opened, &failed, &ephemerals)
+	return opened, failed, ephemerals, err
 }
 
 // count returns the sessions lost and the reconnects made so far.
 func (l *loader) count() (lost, moved int) {
+	lost, moved, _ = l.counts()
+	return lost, moved
+}
+
+// counts is count with the expiries among the lost.
+func (l *loader) counts() (lost, moved, expired int) {
 	l.send("count")
 	t, err := l.line("lost ", 30*time.Second)
 	if err != nil {
-		return -1, -1
+		return -1, -1, -1
 	}
-	fmt.Sscanf(t, "lost %d moved %d", &lost, &moved)
-	return lost, moved
+	fmt.Sscanf(t, "lost %d moved %d expired %d", &lost, &moved, &expired)
+	return lost, moved, expired
 }
 
 // finish ends the load process and returns the sessions it lost and the

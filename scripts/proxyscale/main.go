@@ -63,10 +63,12 @@ func main() {
 	handshakes := flag.Int("handshakes", 64, "handshakes in flight per load process while the sessions open")
 	single := flag.Bool("single-handshakes", false, "start the members with --single-handshakes (each proxied handshake its own proposal, as before the session batcher)")
 	killMember := flag.Bool("kill-member", false, "after the proxy's kill, kill (SIGKILL) the follower most proxies use, and count the sessions lost")
+	ephemerals := flag.Int("ephemerals", 1000, "sessions per load process in the scale phase that each create an ephemeral (counted after the kills)")
+	watches := flag.Int("watches", 64, "getData watches in flight per load process in the watch phase (each goes up to the cell)")
 	watchOnly := flag.Bool("watch-only", false, "skip the CPU windows (phase 1) and the kills (phase 3): open the sessions, hold them, measure the watch")
 	flag.Parse()
 	if *load {
-		runLoad(strings.Split(*addrs, ","), *sessions, *timeout, *handshakes)
+		runLoad(strings.Split(*addrs, ","), *sessions, *timeout, *handshakes, *ephemerals, *watches)
 		return
 	}
 	if *cpuSessions <= 0 {
@@ -76,7 +78,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, single: *single, watchOnly: *watchOnly}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -86,7 +88,7 @@ func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 type cfg struct {
 	sessions, cpuSessions, proxies, loaders         int
-	handshakes                                      int
+	handshakes, ephemerals, watches                 int
 	idle, hold, timeout                             time.Duration
 	bin                                             string
 	proxiedFirst, zk, killMember, single, watchOnly bool
@@ -131,5 +133,6 @@ func handshake(addr string, req *jute.ConnectRequest) (net.Conn, *jute.ConnectRe
 		nc.Close()
 		return nil, nil, errors.New("connect refused")
 	}
+	nc.SetDeadline(time.Time{}) // the session sets its own (load.go); a passed one would refuse its pings
 	return nc, resp, nil
 }

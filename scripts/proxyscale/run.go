@@ -58,6 +58,8 @@ type run struct {
 	// proxyKiB is the proxies' RSS per idle session in the proxied CPU
 	// window, against ZooKeeper's (-zk) at the end.
 	proxyKiB float64
+	// ephCreated is how many the last openLoad's sessions created.
+	ephCreated int
 }
 
 func (c *cfg) run() error {
@@ -250,8 +252,9 @@ func (r *run) leaderCPU(d time.Duration) float64 {
 }
 
 // openLoad starts the load processes with n sessions spread over addrs and
-// waits until every handshake is done.
-func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
+// waits until every handshake is done; the first eph sessions of each
+// create an ephemeral, and r.ephCreated counts those created.
+func (r *run) openLoad(name string, addrs []string, n, eph int) ([]*loader, error) {
 	var ls []*loader
 	per := n / r.loaders
 	t0 := time.Now()
@@ -268,7 +271,7 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 			os.Setenv("PROXYSCALE_LOAD_PPROF", pa)
 			fmt.Printf("proxyscale: %s load process %d's profiles on http://%s/debug/pprof/\n", name, i, pa)
 		}
-		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, eph, r.watches, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
 		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err
@@ -276,12 +279,13 @@ func (r *run) openLoad(name string, addrs []string, n int) ([]*loader, error) {
 		ls = append(ls, l)
 	}
 	opened, failed := 0, 0
+	r.ephCreated = 0
 	for _, l := range ls {
-		o, f, err := l.waitReady(10 * time.Minute)
+		o, f, e, err := l.waitReady(10 * time.Minute)
 		if err != nil {
 			return ls, fmt.Errorf("%s: %w", name, err)
 		}
-		opened, failed = opened+o, failed+f
+		opened, failed, r.ephCreated = opened+o, failed+f, r.ephCreated+e
 	}
 	el := time.Since(t0)
 	fmt.Printf("  %-9s %d sessions opened in %v (%.0f/s), %d handshakes failed   load average %s\n", name, opened, el.Round(100*time.Millisecond), float64(opened)/el.Seconds(), failed, xproc.LoadAvg())
@@ -312,7 +316,7 @@ func (r *run) cpuWindow(name string, addrs []string, groups ...group) error {
 	for _, g := range groups {
 		base[g.name] = g.rss()
 	}
-	ls, err := r.openLoad(name, addrs, r.cpuSessions)
+	ls, err := r.openLoad(name, addrs, r.cpuSessions, 0)
 	if err != nil {
 		finishAll(ls)
 		return err
@@ -352,7 +356,10 @@ func (r *run) scale(groups ...group) error {
 	if _, err := w.Create(watchPath, []byte("0"), 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
 		return err
 	}
-	ls, err := r.openLoad("scale", r.pxAddrs, r.sessions)
+	if _, err := w.Create(ephemeralDir, nil, 0, zk.WorldACL(zk.PermAll)); err != nil && !errors.Is(err, zk.ErrNodeExists) {
+		return err
+	}
+	ls, err := r.openLoad("scale", r.pxAddrs, r.sessions, r.cfg.ephemerals)
 	defer func() {
 		for _, l := range ls {
 			l.Stop()
@@ -362,7 +369,7 @@ func (r *run) scale(groups ...group) error {
 		return err
 	}
 	time.Sleep(2 * time.Second)
-	fmt.Printf("  %-9s RSS per session: %s\n", "scale", perSession(groups, base, r.sessions))
+	fmt.Printf("  %-9s RSS per session: %s; %d sessions created an ephemeral\n", "scale", perSession(groups, base, r.sessions), r.ephCreated)
 
 	// Hold, a minute at a time, counting the sessions lost.
 	t0, c0 := time.Now(), xproc.CPUTicks(r.leader.Cmd.Process.Pid)
@@ -378,12 +385,12 @@ func (r *run) scale(groups ...group) error {
 	px0, ld0 := groupTicks()
 	for time.Since(t0) < r.hold {
 		time.Sleep(min(time.Minute, r.hold-time.Since(t0)))
-		lost, moved := 0, 0
+		lost, moved, expired := 0, 0, 0
 		for _, l := range ls {
-			a, b := l.count()
-			lost, moved = lost+a, moved+b
+			a, b, e := l.counts()
+			lost, moved, expired = lost+a, moved+b, expired+e
 		}
-		fmt.Printf("  %-9s held %v: sessions lost %d, reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, moved, xproc.LoadAvg())
+		fmt.Printf("  %-9s held %v: sessions lost %d (%d of them told expired), reconnects %d   load average %s\n", "scale", time.Since(t0).Round(time.Second), lost, expired, moved, xproc.LoadAvg())
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "scale", r.upstreamFigures())
 	}
 	cpu := float64(xproc.CPUTicks(r.leader.Cmd.Process.Pid)-c0) / 100 / time.Since(t0).Seconds() * 100
@@ -394,11 +401,12 @@ func (r *run) scale(groups ...group) error {
 
 	// Every session watches one znode; one write.
 	watching := 0
+	watchFrom := time.Now()
 	for _, l := range ls {
 		l.send("watch " + watchPath)
 	}
 	for _, l := range ls {
-		t, err := l.line("watching ", 2*time.Minute)
+		t, err := l.line("watching ", 4*time.Minute)
 		if err != nil {
 			return err
 		}
@@ -406,12 +414,23 @@ func (r *run) scale(groups ...group) error {
 		fmt.Sscanf(t, "watching %d", &n)
 		watching += n
 	}
+	readsTook := time.Since(watchFrom)
 	// The CPU over the second before the write is the processes'
 	// background (pings, keep-alives), taken off the fan-out's figures.
 	stopSampling, samples := r.sampleCPU(groups, ls)
 	time.Sleep(time.Second)
 	sent := time.Now()
-	if _, err := w.Set(watchPath, []byte("1"), -1); err != nil {
+	_, err = w.Set(watchPath, []byte("1"), -1)
+	for try := 1; err != nil && try < 3 && (errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed)); try++ {
+		// Setting the same data again is harmless; the notification
+		// comes for the one that commits first, so its latency is
+		// counted from the last try's acknowledgement (too low, not too
+		// high), and said.
+		fmt.Printf("  %-9s the write failed (%v): again   load average %s\n", "watch", err, xproc.LoadAvg())
+		sent = time.Now()
+		_, err = w.Set(watchPath, []byte("1"), -1)
+	}
+	if err != nil {
 		stopSampling()
 		return err
 	}
@@ -454,8 +473,8 @@ func (r *run) scale(groups ...group) error {
 	}
 	ackLag := acked.Sub(sent)
 	ms := func(d time.Duration) string { return d.Round(time.Millisecond).String() }
-	fmt.Printf("  %-9s watch on %s: %d of %d sessions watching, %d notified, %d lost   load average %s\n",
-		"watch", watchPath, watching, r.sessions, notified, watching-notified, xproc.LoadAvg())
+	fmt.Printf("  %-9s watch on %s: %d of %d sessions watching (their reads took %v, at most %d in flight per load process), %d notified, %d lost   load average %s\n",
+		"watch", watchPath, watching, r.sessions, readsTook.Round(100*time.Millisecond), r.watches, notified, watching-notified, xproc.LoadAvg())
 	fmt.Printf("  %-9s from the write's acknowledgement (%s after its send): p50 %s p99 %s max %s (%d arrived before it); from its send: p50 %s p99 %s max %s\n",
 		"watch", ms(ackLag), ms(q(0.5)), ms(q(0.99)), ms(q(1)), early, ms(q(0.5)+ackLag), ms(q(0.99)+ackLag), ms(q(1)+ackLag))
 
@@ -510,6 +529,16 @@ func (r *run) scale(groups ...group) error {
 		r.watchMoves("member", ls, killedAt, lost0, moved0)
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
 	}
+	lostE, expiredE := 0, 0
+	for _, l := range ls {
+		a, _, e := l.counts()
+		lostE, expiredE = lostE+a, expiredE+e
+	}
+	if kids, _, err := w.Children(ephemeralDir); err == nil {
+		fmt.Printf("  %-9s ephemerals after the kill: %d of the %d created are there (sessions lost over the phase: %d, %d told expired)\n", "kill", len(kids), r.ephCreated, lostE, expiredE)
+	} else {
+		fmt.Printf("  %-9s ephemerals not counted: %v\n", "kill", err)
+	}
 	lost, moved := finishAll(ls)
 	ls = nil
 	fmt.Printf("  %-9s sessions lost over the whole scale phase %d, reconnected elsewhere %d\n", "kill", lost, moved)
@@ -551,7 +580,7 @@ func (r *run) zooKeeper() error {
 	defer e.Stop()
 	pid := e.PIDs()[0]
 	base := xproc.RSSKB(pid)
-	ls, err := r.openLoad("zookeeper", e.Addrs(), r.cpuSessions)
+	ls, err := r.openLoad("zookeeper", e.Addrs(), r.cpuSessions, 0)
 	if err != nil {
 		finishAll(ls)
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync"
 )
 
 // Writer appends Jute-encoded fields to a growing byte slice. It never fails.
@@ -120,6 +121,11 @@ func NewReader(b []byte) *Reader { return &Reader{b: b} }
 // are in use. For hot paths that decode a buffer they own (a request frame,
 // a Raft entry during its apply) and would otherwise copy each value.
 func NewSharedReader(b []byte) *Reader { return &Reader{b: b, shared: true} }
+
+// SharedReaderOf is NewSharedReader by value, so that a caller decoding
+// a concrete record type (not through the Record interface) keeps the
+// Reader on its stack.
+func SharedReaderOf(b []byte) Reader { return Reader{b: b, shared: true} }
 
 // Err returns the first decoding error, or nil.
 func (r *Reader) Err() error { return r.err }
@@ -252,7 +258,37 @@ func (r *Reader) String() string {
 	if b == nil {
 		return ""
 	}
+	if s, ok := interned(b); ok {
+		return s
+	}
 	return string(b)
+}
+
+// interned returns the constant string equal to b when b is one of the
+// ACL schemes and ids nearly every node carries ("world", "anyone", ...):
+// decoded without a copy, and without aliasing the input, which a string
+// that outlives the record (a watch trigger's ACL) would keep alive.
+func interned(b []byte) (string, bool) {
+	if len(b) < 2 || len(b) > 6 {
+		return "", false
+	}
+	switch string(b) { // compiled without a conversion
+	case "world":
+		return "world", true
+	case "anyone":
+		return "anyone", true
+	case "digest":
+		return "digest", true
+	case "ip":
+		return "ip", true
+	case "auth":
+		return "auth", true
+	case "sasl":
+		return "sasl", true
+	case "x509":
+		return "x509", true
+	}
+	return "", false
 }
 
 // StringVector reads a vector<ustring>. Count -1 gives nil; count 0 a non-nil
@@ -291,47 +327,75 @@ func (r *Reader) ACLs() []ACL {
 
 // Record is one Jute record: its fields encoded in order with no tags.
 type Record interface {
+	// Encode appends the record to w. It must not keep w.
 	Encode(w *Writer)
 	// Decode reads the record from r. On failure it records the error in r
-	// (see Reader.Err) and never panics.
+	// (see Reader.Err) and never panics. It must not keep r: Unmarshal
+	// reuses its Readers.
 	Decode(r *Reader)
 }
 
-// Marshal encodes rec into a new slice.
-func Marshal(rec Record) []byte {
-	w := NewWriter(64)
+// writers holds the Writers of AppendRecord and AppendFrame: a Writer
+// handed to Record.Encode, an interface call, escapes to the heap, one per
+// encoding.
+var writers = sync.Pool{New: func() any { return new(Writer) }}
+
+// AppendRecord appends rec's encoding to dst and returns the extended
+// slice.
+func AppendRecord(dst []byte, rec Record) []byte {
+	w := writers.Get().(*Writer)
+	w.buf = dst
 	rec.Encode(w)
-	return w.Bytes()
+	out := w.buf
+	w.buf = nil // the pool keeps no caller's buffer
+	writers.Put(w)
+	return out
+}
+
+// Marshal encodes rec into a new slice.
+func Marshal(rec Record) []byte { return AppendRecord(make([]byte, 0, 64), rec) }
+
+// readers holds the Readers of Unmarshal and UnmarshalShared. A Reader
+// handed to Record.Decode, an interface call, escapes to the heap: one per
+// decode was about 5 of the 50 heap objects a setData cost the server
+// (docs/performance.md, "Allocations and the collector").
+var readers = sync.Pool{New: func() any { return new(Reader) }}
+
+// unmarshal decodes rec from b with a pooled Reader in the given mode.
+func unmarshal(b []byte, rec Record, shared bool) error {
+	r := readers.Get().(*Reader)
+	*r = Reader{b: b, shared: shared}
+	rec.Decode(r)
+	err := r.err
+	*r = Reader{} // keep neither b nor the error alive in the pool
+	readers.Put(r)
+	return err
 }
 
 // Unmarshal decodes rec from b and returns the Reader's error. Trailing bytes
 // after the record are allowed and ignored.
-func Unmarshal(b []byte, rec Record) error {
-	r := NewReader(b)
-	rec.Decode(r)
-	return r.Err()
-}
+func Unmarshal(b []byte, rec Record) error { return unmarshal(b, rec, false) }
 
 // UnmarshalShared is Unmarshal with NewSharedReader: the record's byte
 // buffers alias b.
-func UnmarshalShared(b []byte, rec Record) error {
-	r := NewSharedReader(b)
-	rec.Decode(r)
-	return r.Err()
-}
+func UnmarshalShared(b []byte, rec Record) error { return unmarshal(b, rec, true) }
 
 // AppendFrame appends a client-port frame to dst: a 4-byte big-endian length
 // followed by the concatenated encodings of parts (nil parts are skipped).
 func AppendFrame(dst []byte, parts ...Record) []byte {
 	start := len(dst)
-	w := Writer{buf: append(dst, 0, 0, 0, 0)}
+	w := writers.Get().(*Writer)
+	w.buf = append(dst, 0, 0, 0, 0)
 	for _, p := range parts {
 		if p != nil {
-			p.Encode(&w)
+			p.Encode(w)
 		}
 	}
-	binary.BigEndian.PutUint32(w.buf[start:], uint32(len(w.buf)-start-4))
-	return w.buf
+	out := w.buf
+	w.buf = nil
+	writers.Put(w)
+	binary.BigEndian.PutUint32(out[start:], uint32(len(out)-start-4))
+	return out
 }
 
 // FrameLength is the length of the frame whose 4-byte big-endian prefix is

@@ -14,5 +14,8 @@
 // entry and its records here, then its handler above.
 //
 // Callers frame records themselves (see AppendFrame) and must check
-// Reader.Err after decoding.
+// Reader.Err after decoding. Unmarshal, AppendRecord and AppendFrame lend
+// a Record pooled Readers and Writers: a Record's Decode and Encode must
+// not keep them. Decoded strings never alias the input (the common ACL
+// schemes and ids are shared constants); a shared Reader's buffers do.
 package jute

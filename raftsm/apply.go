@@ -29,6 +29,11 @@ type applier struct {
 	// sealed: the namespace is sealed (KindSeal): writes and new
 	// sessions are refused.
 	sealed bool
+	// ov and trig are reused by every request of the Update: the
+	// overlay's maps (emptied by Reset) and the triggers' slice, which
+	// were made again for each write.
+	ov   *znode.Overlay
+	trig []znode.Trigger
 }
 
 // apply applies one command. A ZooKeeper failure is a Reply with an error
@@ -184,13 +189,23 @@ func (a *applier) request(c *Command) (*Reply, error) {
 	// ops' writes in an overlay it commits only when every op succeeded
 	// (a second one under it only doubled each read's lookups and
 	// copied the writes once more, in the same order).
+	// &a.kv, not a.kv: a storeKV boxed in an interface was a heap copy
+	// of it per request.
+	// A multi gets the overlay to keep its ops' writes in instead.
+	kv := znode.KV(&a.kv)
+	if a.ov == nil {
+		a.ov = znode.NewOverlay(kv)
+	}
 	var ov *znode.Overlay
-	kv := znode.KV(a.kv)
-	if c.Op != jute.OpMulti {
-		ov = znode.NewOverlay(a.kv)
+	tx := &znode.Txn{Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts, Triggers: a.trig[:0]}
+	if c.Op == jute.OpMulti {
+		tx.Overlay = a.ov
+	} else {
+		a.ov.Reset(kv)
+		ov = a.ov
 		kv = ov
 	}
-	tx := &znode.Txn{KV: kv, Zxid: zxid, Time: c.Time, Session: c.Session, Auth: c.Auth, Options: a.opts}
+	tx.KV = kv
 	var resp jute.Record
 	var err error
 	if c.Op == jute.OpMulti {
@@ -222,6 +237,7 @@ func (a *applier) request(c *Command) (*Reply, error) {
 		}
 	}
 	a.triggers(zxid, tx.Triggers)
+	a.trig = tx.Triggers[:0]
 	return &Reply{Zxid: zxid, resp: resp}, nil
 }
 

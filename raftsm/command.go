@@ -264,9 +264,7 @@ func (p *Reply) Encode(w *jute.Writer) {
 
 // encodeReply is a reply's bytes as Update returns them in Result.Data.
 func encodeReply(r *Reply) []byte {
-	w := jute.NewWriter(replyBytesHint)
-	r.Encode(w)
-	return w.Bytes()
+	return jute.AppendRecord(make([]byte, 0, replyBytesHint), r)
 }
 
 // replyBytesHint is the buffer encodeReply starts with: the header and a

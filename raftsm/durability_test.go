@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"testing"
+	"time"
 
 	sm "github.com/lni/dragonboat/v4/statemachine"
 
@@ -19,36 +20,67 @@ import (
 
 // copyStore copies the files of a store as a process killed now would
 // leave them (the page cache survives the process): every file but the
-// lock. Nothing may flush or compact meanwhile.
+// lock. The store's background flush or compaction may run meanwhile (a
+// table it replaces vanishes, a MANIFEST edit names a new one): a copy
+// during which the store's files changed is taken again, so the copy is
+// of one moment's files.
 func copyStore(t *testing.T, from, to string) {
 	t.Helper()
-	if err := os.MkdirAll(to, 0o755); err != nil {
-		t.Fatal(err)
+	names := func() []string {
+		ents, err := os.ReadDir(from)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range ents {
+			if !e.IsDir() && e.Name() != "LOCK" {
+				out = append(out, e.Name())
+			}
+		}
+		return out
 	}
-	ents, err := os.ReadDir(from)
+	for attempt := 0; ; attempt++ {
+		if err := os.RemoveAll(to); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(to, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		before := names()
+		vanished := false
+		for _, name := range before {
+			if err := copyFile(filepath.Join(from, name), filepath.Join(to, name)); errors.Is(err, os.ErrNotExist) {
+				vanished = true
+				break
+			} else if err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !vanished && reflect.DeepEqual(before, names()) {
+			return
+		}
+		if attempt == 50 {
+			t.Fatalf("the files of %s kept changing while they were copied", from)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func copyFile(from, to string) error {
+	src, err := os.Open(from)
 	if err != nil {
-		t.Fatal(err)
+		return err
 	}
-	for _, e := range ents {
-		if e.IsDir() || e.Name() == "LOCK" {
-			continue
-		}
-		src, err := os.Open(filepath.Join(from, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		dst, err := os.Create(filepath.Join(to, e.Name()))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if _, err := io.Copy(dst, src); err != nil {
-			t.Fatal(err)
-		}
-		src.Close()
-		if err := dst.Close(); err != nil {
-			t.Fatal(err)
-		}
+	defer src.Close()
+	dst, err := os.Create(to)
+	if err != nil {
+		return err
 	}
+	if _, err := io.Copy(dst, src); err != nil {
+		dst.Close()
+		return err
+	}
+	return dst.Close()
 }
 
 // TestCrashedStoreOpensAtTheLastSync: the store has no WAL (liveOptions),

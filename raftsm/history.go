@@ -38,7 +38,16 @@ type HistoryEvent struct {
 }
 
 func historyKey(zxid int64, seq uint16) []byte {
-	k := make([]byte, 11)
+	return historyKeyInto(make([]byte, historyKeyLen), zxid, seq)
+}
+
+// historyKeyLen is the length of every history key.
+const historyKeyLen = 11
+
+// historyKeyInto writes the history key into k, of historyKeyLen bytes,
+// and returns it.
+func historyKeyInto(k []byte, zxid int64, seq uint16) []byte {
+	k = k[:historyKeyLen]
 	k[0] = spaceHistory
 	binary.BigEndian.PutUint64(k[1:], uint64(zxid))
 	binary.BigEndian.PutUint16(k[9:], seq)
@@ -47,8 +56,9 @@ func historyKey(zxid int64, seq uint16) []byte {
 
 func historyZxid(key []byte) int64 { return int64(binary.BigEndian.Uint64(key[1:9])) }
 
-func encodeHistory(e *HistoryEvent) []byte {
-	w := jute.NewWriter(32 + len(e.Path))
+// appendHistory appends e's history record to dst.
+func appendHistory(dst []byte, e *HistoryEvent) []byte {
+	w := jute.AppendWriter(dst)
 	w.Int(int32(e.Type))
 	w.String(e.Path)
 	w.Long(e.Time)
@@ -104,6 +114,10 @@ func (s *StateMachine) appendHistory(b *pebble.Batch, events []Event, times map[
 	var seq uint16
 	var last int64 = -1
 	added := int64(0)
+	// One key and one value buffer for every record: the batch copies
+	// both.
+	var key [historyKeyLen]byte
+	var val []byte
 	for i := range events {
 		ev := &events[i]
 		if ev.Kind != EventWatch {
@@ -116,7 +130,8 @@ func (s *StateMachine) appendHistory(b *pebble.Batch, events []Event, times map[
 		if !readableByAnyone(ev.ACL) {
 			he.ACL = ev.ACL
 		}
-		if err := b.Set(historyKey(ev.Zxid, seq), encodeHistory(&he), nil); err != nil {
+		val = appendHistory(val[:0], &he)
+		if err := b.Set(historyKeyInto(key[:], ev.Zxid, seq), val, nil); err != nil {
 			return err
 		}
 		seq++

@@ -102,9 +102,16 @@ const namePrefixLen = 16
 const nodeKeyLen = 1 + 8 + namePrefixLen + sha256.Size
 
 func nodeKeyOf(parent, self *pathHash, name string) []byte {
-	k := make([]byte, nodeKeyLen)
+	return nodeKeyInto(make([]byte, nodeKeyLen), parent, self, name)
+}
+
+// nodeKeyInto writes the node key into k, of nodeKeyLen bytes, and
+// returns it.
+func nodeKeyInto(k []byte, parent, self *pathHash, name string) []byte {
+	k = k[:nodeKeyLen]
 	k[0] = spaceNode
 	copy(k[1:9], parent[:8])
+	clear(k[9 : 9+namePrefixLen])
 	copy(k[9:9+namePrefixLen], name) // at most namePrefixLen bytes; the rest stays 0x00
 	copy(k[9+namePrefixLen:], self[:])
 	return k
@@ -119,20 +126,51 @@ func nodeKey(path string) []byte {
 // children of its own (CountDescendants looks under it).
 const childHasChildren = 1
 
-func childValue(name string, n *znode.Node) []byte {
-	v := make([]byte, 1, 1+len(name))
+// appendChildValue appends the child-index value of n, named name, to dst.
+func appendChildValue(dst []byte, name string, n *znode.Node) []byte {
+	flag := byte(0)
 	if n.NumChildren > 0 {
-		v[0] = childHasChildren
+		flag = childHasChildren
 	}
-	return append(v, name...)
+	return append(append(dst, flag), name...)
 }
 
+// childKeyLen is the length of every child-index key.
+const childKeyLen = 1 + 2*sha256.Size
+
 func childKeyOf(parent, self *pathHash) []byte {
-	k := make([]byte, 1+2*sha256.Size)
+	return childKeyInto(make([]byte, childKeyLen), parent, self)
+}
+
+// childKeyInto writes the child-index key into k, of childKeyLen bytes,
+// and returns it.
+func childKeyInto(k []byte, parent, self *pathHash) []byte {
+	k = k[:childKeyLen]
 	k[0] = spaceChild
 	copy(k[1:], parent[:])
 	copy(k[1+sha256.Size:], self[:])
 	return k
+}
+
+// keyScratch holds the buffers storeKV encodes a write's keys and
+// child-index values into: Pebble's batch copies both (Set and Delete),
+// and the digest only hashes them, so nothing keeps them past the call.
+// One setData made four such garbage slices.
+type keyScratch struct {
+	node  [nodeKeyLen]byte
+	child [childKeyLen]byte
+	cv    []byte // the child-index value
+	oldCV []byte // the one it replaces
+}
+
+// scratch returns the buffers of kv's writes: the node cache's (only
+// Update's goroutine, under the write lock, uses it, as it uses the
+// cache), or new ones for a storeKV without a cache.
+func (kv storeKV) scratch() *keyScratch {
+	if kv.cache != nil {
+		return &kv.cache.keys
+	}
+	return new(keyScratch)
 }
 
 // childPrefix is the key range holding the children of the node whose
@@ -250,6 +288,8 @@ func decodeNodeValue(v []byte) (*znode.Node, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Every caller's v is immutable: a fresh copy from getValue, or the
+	// node cache's value, which is never changed (nodecache.go).
 	return znode.DecodeNodeShared(rec)
 }
 
@@ -430,7 +470,8 @@ func (kv storeKV) rawGet(path string) ([]byte, error) {
 	v, ok := kv.cache.get(path)
 	if !ok {
 		var err error
-		if v, err = getValue(kv.r, nodeKey(path)); err != nil {
+		p, s := hashes(path)
+		if v, err = getValue(kv.r, nodeKeyInto(kv.scratch().node[:], &p, &s, znode.Base(path))); err != nil {
 			return nil, err
 		}
 		kv.cache.put(path, v)
@@ -445,6 +486,22 @@ func (kv storeKV) Get(path string) (*znode.Node, error) {
 	}
 	return decodeNodeValue(v) // v is a copy, or the cache's (never changed)
 }
+
+// NumChildren reads the count from the stored node's fixed-size tail
+// (nodeTail), without decoding it.
+func (kv storeKV) NumChildren(path string) (int32, bool, error) {
+	v, err := kv.rawGet(path)
+	if err != nil || v == nil {
+		return 0, false, err
+	}
+	t, _, err := nodeTail(v)
+	if err != nil {
+		return 0, false, err
+	}
+	return t.NumChildren, true, nil
+}
+
+var _ znode.ChildCounter = storeKV{}
 
 // Children lists from the batch, the parent's pzxid as the batch holds
 // it; the batch is newer than every view.
@@ -487,7 +544,8 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 		old, oldDataLen = &tail, dlen
 	}
 	v := nodeValue(path, n)
-	if err := kv.set(nodeKeyOf(&parent, &self, name), v, oldRaw); err != nil {
+	ks := kv.scratch()
+	if err := kv.set(nodeKeyInto(ks.node[:], &parent, &self, name), v, oldRaw); err != nil {
 		return err
 	}
 	kv.cache.put(path, v)
@@ -503,13 +561,16 @@ func (kv storeKV) Put(path string, n *znode.Node) error {
 	if path == "/" {
 		return nil
 	}
-	ck, cv := childKeyOf(&parent, &self), childValue(name, n)
-	var oldCV []byte
-	if old != nil {
-		oldCV = childValue(name, old)
-	}
-	if !bytes.Equal(cv, oldCV) {
-		if err := kv.set(ck, cv, oldCV); err != nil {
+	// The child-index value holds the name and whether the node has
+	// children: rewritten only when it is new or that flag changes.
+	if old == nil || (old.NumChildren > 0) != (n.NumChildren > 0) {
+		ks.cv = appendChildValue(ks.cv[:0], name, n)
+		var oldCV []byte
+		if old != nil {
+			ks.oldCV = appendChildValue(ks.oldCV[:0], name, old)
+			oldCV = ks.oldCV
+		}
+		if err := kv.set(childKeyInto(ks.child[:], &parent, &self), ks.cv, oldCV); err != nil {
 			return err
 		}
 	}
@@ -542,14 +603,16 @@ func (kv storeKV) Delete(path string) error {
 		if err != nil {
 			return err
 		}
-		if err := kv.del(nodeKeyOf(&parent, &self, name), oldRaw); err != nil {
+		ks := kv.scratch()
+		if err := kv.del(nodeKeyInto(ks.node[:], &parent, &self, name), oldRaw); err != nil {
 			return err
 		}
 		if kv.stats != nil {
 			kv.stats.Nodes--
 			kv.stats.DataSize -= int64(len(path) + len(old.Data))
 		}
-		if err := kv.del(childKeyOf(&parent, &self), childValue(name, old)); err != nil {
+		ks.oldCV = appendChildValue(ks.oldCV[:0], name, old)
+		if err := kv.del(childKeyInto(ks.child[:], &parent, &self), ks.oldCV); err != nil {
 			return err
 		}
 		if swept(old) {

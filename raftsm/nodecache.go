@@ -19,6 +19,9 @@ package raftsm
 type nodeCache struct {
 	max, used int
 	entries   *lru[[]byte] // nil value: no such node
+	// keys is storeKV's scratch for the keys it writes (keys.go): kept
+	// here because the cache has the same single user.
+	keys keyScratch
 }
 
 // entryOverhead approximates the bytes an entry costs beside its path and

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"io"
 	"log/slog"
@@ -52,6 +53,9 @@ type conn struct {
 	raw  syscall.RawConn // nc's socket when it is TCP (not TLS), for reply
 	in   frameReader     // over nc; the reader goroutine's
 	ip   string
+	// wv is tryWrite's state, the outbox writer's (whoever holds
+	// out.flushing).
+	wv rawWriter
 
 	// owner names this connection in the log (raftsm.Command.Owner).
 	owner uint64
@@ -243,12 +247,59 @@ type rawRecord []byte
 func (r rawRecord) Encode(w *jute.Writer) { w.Raw(r) }
 func (r rawRecord) Decode(*jute.Reader)   {}
 
+// replyFrame is the frame of a reply: its header, then body unless code
+// is an error. One buffer of about the frame's size: grown from nil by
+// appends, a getData reply of 1 KiB was reallocated eight times.
 func replyFrame(xid int32, zxid int64, code jute.ErrCode, body jute.Record) []byte {
-	hdr := &jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}
-	if code != jute.ErrOK || body == nil {
-		return jute.AppendFrame(nil, hdr)
+	if code != jute.ErrOK {
+		body = nil
 	}
-	return jute.AppendFrame(nil, hdr, body)
+	if raw, ok := body.(rawRecord); ok {
+		return rawReplyFrame(xid, zxid, code, raw)
+	}
+	w := jute.AppendWriter(make([]byte, 4, replyFrameSize(body)))
+	(&jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}).Encode(w)
+	b := w.Bytes()
+	if body != nil {
+		b = jute.AppendRecord(b, body)
+	}
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// rawReplyFrame is replyFrame for an encoded body (nil: none), a write's
+// reply from the state machine.
+func rawReplyFrame(xid int32, zxid int64, code jute.ErrCode, body []byte) []byte {
+	if code != jute.ErrOK {
+		body = nil
+	}
+	w := jute.AppendWriter(make([]byte, 4, 4+replyHeaderBytes+len(body)))
+	(&jute.ReplyHeader{Xid: xid, Zxid: zxid, Err: code}).Encode(w)
+	w.Raw(body)
+	b := w.Bytes()
+	binary.BigEndian.PutUint32(b, uint32(len(b)-4))
+	return b
+}
+
+// replyHeaderBytes is the size of an encoded jute.ReplyHeader (xid, zxid,
+// err); statBytes that of a jute.Stat.
+const (
+	replyHeaderBytes = 4 + 8 + 4
+	statBytes        = 6*8 + 5*4
+)
+
+// replyFrameSize is the capacity replyFrame starts with for body: exact
+// for the replies that carry data, enough for a Stat otherwise (a larger
+// body grows it).
+func replyFrameSize(body jute.Record) int {
+	n := 4 + replyHeaderBytes
+	switch r := body.(type) {
+	case nil:
+		return n
+	case *jute.GetDataResponse:
+		return n + 4 + len(r.Data) + statBytes
+	}
+	return n + 128
 }
 
 // serve runs the handshake, then the reader on a goroutine of its own:
@@ -1045,11 +1096,7 @@ func (c *conn) complete(p *pending) ([]byte, error) {
 		if p.auditBody != nil {
 			c.auditWrite(p.op, p.auditBody, rep)
 		}
-		var body jute.Record
-		if len(rep.Body) > 0 {
-			body = rawRecord(rep.Body)
-		}
-		return replyFrame(p.xid, rep.Zxid, rep.Err, body), nil
+		return rawReplyFrame(p.xid, rep.Zxid, rep.Err, rep.Body), nil
 	case p.exec != nil:
 		select {
 		case <-c.done:
@@ -1190,29 +1237,46 @@ func (c *conn) writeQueued() {
 // of bytes written. A write deadline left by the flusher that has passed
 // makes it write nothing.
 func (c *conn) tryWrite(frames [][]byte) int {
-	n := 0
-	c.raw.Write(func(fd uintptr) bool {
-		for len(frames) > 0 {
-			iov := frames[:min(len(frames), maxIovecs)]
-			want := 0
-			for _, f := range iov {
-				want += len(f)
-			}
-			m, err := unix.Writev(int(fd), iov)
-			if m > 0 {
-				n += m
-			}
-			if err == unix.EINTR && m <= 0 {
-				continue
-			}
-			if m < want {
-				break // the socket is full (EAGAIN) or failed: the flusher meets it
-			}
-			frames = frames[len(iov):]
-		}
-		return true
-	})
+	w := &c.wv
+	if w.fn == nil {
+		w.fn = w.writeFD
+	}
+	w.frames, w.n = frames, 0
+	c.raw.Write(w.fn)
+	n := w.n
+	w.frames, w.n = nil, 0
 	return n
+}
+
+// rawWriter is tryWrite's callback for raw.Write, made once per
+// connection, with its arguments and result: a closure made per write
+// escaped with what it captured, heap objects on every reply.
+type rawWriter struct {
+	fn     func(fd uintptr) bool
+	frames [][]byte
+	n      int // bytes written
+}
+
+func (w *rawWriter) writeFD(fd uintptr) bool {
+	for len(w.frames) > 0 {
+		iov := w.frames[:min(len(w.frames), maxIovecs)]
+		want := 0
+		for _, f := range iov {
+			want += len(f)
+		}
+		m, err := unix.Writev(int(fd), iov)
+		if m > 0 {
+			w.n += m
+		}
+		if err == unix.EINTR && m <= 0 {
+			continue
+		}
+		if m < want {
+			break // the socket is full (EAGAIN) or failed: the flusher meets it
+		}
+		w.frames = w.frames[len(iov):]
+	}
+	return true
 }
 
 // maxIovecs is the frames one writev takes (Linux's IOV_MAX is 1024).

@@ -122,12 +122,33 @@ var _ jute.Record = (*Node)(nil)
 func DecodeNode(b []byte) (*Node, error) { return decodeNode(b, jute.Unmarshal) }
 
 // DecodeNodeShared is DecodeNode with the node's Data aliasing b, which
-// must not change while the node is in use.
-func DecodeNodeShared(b []byte) (*Node, error) { return decodeNode(b, jute.UnmarshalShared) }
+// must not change while the node is in use (an immutable stored value:
+// the state machine's node cache, or a copy read from the store). It
+// makes two heap objects, the node and its ACL slice, when the ACL holds
+// only the common schemes and ids (jute interns them).
+func DecodeNodeShared(b []byte) (*Node, error) {
+	if err := checkNodeVersion(b); err != nil {
+		return nil, err
+	}
+	n := new(Node)
+	r := jute.SharedReaderOf(b) // on the stack: Decode is called on the concrete type
+	n.Decode(&r)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorruptNode, err)
+	}
+	return n, nil
+}
+
+func checkNodeVersion(b []byte) error {
+	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
+		return ErrCorruptNode
+	}
+	return nil
+}
 
 func decodeNode(b []byte, unmarshal func([]byte, jute.Record) error) (*Node, error) {
-	if len(b) < 4 || b[0] != 0 || b[1] != 0 || b[2] != 0 || b[3] != 1 {
-		return nil, ErrCorruptNode
+	if err := checkNodeVersion(b); err != nil {
+		return nil, err
 	}
 	n := new(Node)
 	if err := unmarshal(b, n); err != nil {
@@ -136,13 +157,11 @@ func decodeNode(b []byte, unmarshal func([]byte, jute.Record) error) (*Node, err
 	return n, nil
 }
 
-// Clone returns a copy of n, so a caller can modify it without touching a
-// node another reader holds. Data is shared: a node's data is never changed
-// in place, only replaced.
+// Clone returns a copy of n, so a caller can modify its fields without
+// touching a node another reader holds. Data and ACL are shared: a node's
+// data and ACL are never changed in place, only replaced (the ACL was
+// copied on every write, for no caller).
 func (n *Node) Clone() *Node {
 	c := *n
-	if n.ACL != nil {
-		c.ACL = append([]jute.ACL{}, n.ACL...)
-	}
 	return &c
 }

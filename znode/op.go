@@ -90,8 +90,14 @@ func multiResultType(op jute.OpCode, req jute.Record) jute.OpCode {
 // code for it, RUNTIMEINCONSISTENCY after it. A store error is returned as
 // err and stops the replica.
 func (tx *Txn) Multi(ops []jute.MultiOp) (*jute.MultiResponse, error) {
-	ov := NewOverlay(tx.KV)
+	ov := tx.Overlay
+	if ov == nil {
+		ov = NewOverlay(tx.KV)
+	} else {
+		ov.Reset(tx.KV)
+	}
 	sub := *tx
+	sub.Overlay = nil
 	sub.KV = ov
 	sub.Triggers = nil
 	resp := &jute.MultiResponse{Results: make([]jute.MultiResult, 0, len(ops))}

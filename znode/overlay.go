@@ -12,6 +12,7 @@ type Overlay struct {
 	base  KV
 	nodes map[string]*Node // nil value: deleted
 	eph   map[ephKey]bool
+	paths []string // Commit's, kept for the next
 }
 
 type ephKey struct {
@@ -28,12 +29,40 @@ func NewOverlay(base KV) *Overlay {
 	return &Overlay{base: base, nodes: map[string]*Node{}}
 }
 
+// Reset drops every buffered change and puts the overlay on base, keeping
+// its maps' memory: a state machine applying many writes reuses one.
+func (o *Overlay) Reset(base KV) {
+	o.base = base
+	clear(o.nodes)
+	clear(o.eph)
+}
+
 func (o *Overlay) Get(path string) (*Node, error) {
 	if n, ok := o.nodes[path]; ok {
 		return n, nil
 	}
 	return o.base.Get(path)
 }
+
+// NumChildren is ChildCounter's, from the buffered node or the base.
+func (o *Overlay) NumChildren(path string) (int32, bool, error) {
+	if n, ok := o.nodes[path]; ok {
+		if n == nil {
+			return 0, false, nil
+		}
+		return n.NumChildren, true, nil
+	}
+	if cc, ok := o.base.(ChildCounter); ok {
+		return cc.NumChildren(path)
+	}
+	n, err := o.base.Get(path)
+	if err != nil || n == nil {
+		return 0, false, err
+	}
+	return n.NumChildren, true, nil
+}
+
+var _ ChildCounter = (*Overlay)(nil)
 
 func (o *Overlay) Put(path string, n *Node) error {
 	o.nodes[path] = n
@@ -106,11 +135,12 @@ func (o *Overlay) Ephemerals(owner int64) ([]string, error) {
 // Commit writes the buffered changes to the base in a deterministic order
 // (ascending path; within the ephemeral index, ascending owner then path).
 func (o *Overlay) Commit() error {
-	paths := make([]string, 0, len(o.nodes))
+	paths := o.paths[:0]
 	for p := range o.nodes {
 		paths = append(paths, p)
 	}
 	slices.Sort(paths)
+	defer func() { clear(paths); o.paths = paths[:0] }()
 	for _, p := range paths {
 		var err error
 		if n := o.nodes[p]; n != nil {

@@ -248,3 +248,41 @@ func TestReader(t *testing.T) {
 		t.Errorf("stat(/pub) %+v", s)
 	}
 }
+
+// NumChildren (ChildCounter) sees the overlay's buffered nodes over the
+// base's, and Reset drops them.
+func TestOverlayNumChildrenAndReset(t *testing.T) {
+	base := newTree()
+	mustCreate(t, base, 2, "/a", jute.FlagPersistent)
+	mustCreate(t, base, 3, "/a/x", jute.FlagPersistent)
+	ov := NewOverlay(base)
+	check := func(path string, want int32, wantExists bool) {
+		t.Helper()
+		n, exists, err := ov.NumChildren(path)
+		if err != nil || n != want || exists != wantExists {
+			t.Fatalf("NumChildren(%s) = %d, %v, %v; want %d, %v", path, n, exists, err, want, wantExists)
+		}
+		if got, err := numChildren(ov, path); err != nil || got != want {
+			t.Fatalf("numChildren(%s) = %d, %v; want %d", path, got, err, want)
+		}
+	}
+	check("/a", 1, true)
+	check("/nope", 0, false)
+	if err := ov.Put("/a", &Node{NumChildren: 7}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ov.Delete("/a/x"); err != nil {
+		t.Fatal(err)
+	}
+	check("/a", 7, true)
+	check("/a/x", 0, false)
+	ov.Reset(base)
+	check("/a", 1, true)
+	check("/a/x", 0, true)
+	if err := ov.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := base.Get("/a"); n == nil || n.NumChildren != 1 {
+		t.Fatalf("a reset overlay wrote %+v", n)
+	}
+}

@@ -20,10 +20,17 @@ func ValidatePath(path string) error {
 	if path[len(path)-1] == '/' {
 		return ErrBadPath
 	}
-	for _, seg := range strings.Split(path[1:], "/") {
+	// Segment by segment without strings.Split, which made a slice per
+	// path on every write's apply.
+	for rest := path[1:]; ; {
+		seg, tail, more := strings.Cut(rest, "/")
 		if seg == "" || seg == "." || seg == ".." {
 			return ErrBadPath
 		}
+		if !more {
+			break
+		}
+		rest = tail
 	}
 	for i := 0; i < len(path); {
 		r, size := utf8.DecodeRuneInString(path[i:])

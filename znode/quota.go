@@ -91,11 +91,11 @@ func (tx *Txn) quotaPrefix(path string) (string, error) {
 	if tx.noQuotas {
 		return "", nil
 	}
-	q, err := tx.KV.Get(QuotaPath)
+	quotas, err := numChildren(tx.KV, QuotaPath)
 	if err != nil {
 		return "", err
 	}
-	if q == nil || q.NumChildren == 0 {
+	if quotas == 0 {
 		// Only a create under QuotaPath changes that (Create clears it):
 		// the ops after this one in a multi need not read it again.
 		tx.noQuotas = true

@@ -28,6 +28,27 @@ type ReadKV interface {
 	Ephemerals(owner int64) ([]string, error)
 }
 
+// ChildCounter is what a KV may offer to read a node's child count
+// without decoding the node: every write asks it of the quota root.
+// exists is false for a missing node.
+type ChildCounter interface {
+	NumChildren(path string) (n int32, exists bool, err error)
+}
+
+// numChildren is path's child count (0 for a missing node), through
+// ChildCounter when kv offers it.
+func numChildren(kv KV, path string) (int32, error) {
+	if cc, ok := kv.(ChildCounter); ok {
+		n, _, err := cc.NumChildren(path)
+		return n, err
+	}
+	n, err := kv.Get(path)
+	if err != nil || n == nil {
+		return 0, err
+	}
+	return n.NumChildren, nil
+}
+
 // DescendantCounter is what a ReadKV may offer to count the nodes below a
 // path faster than by listing children level by level (a store that can
 // walk its child index without building paths).
@@ -67,6 +88,10 @@ type Txn struct {
 	Auth     []jute.ID
 	Options  Options
 	Triggers []Trigger
+	// Overlay, if set, is one Multi may use for its ops' writes (Reset
+	// onto KV first) instead of making one: a state machine reuses one
+	// for every multi. It must not be KV or under it.
+	Overlay *Overlay
 	// noQuotas: this transaction saw QuotaPath without children and has
 	// created nothing under it since (quotaPrefix).
 	noQuotas bool

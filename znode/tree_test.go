@@ -622,13 +622,14 @@ func TestNodeEncodeDecode(t *testing.T) {
 	if _, err := DecodeNode(nil); err == nil {
 		t.Errorf("empty node decoded")
 	}
-	// Clone copies the ACL (changed in place by setACL's callers) and
-	// shares the data (only ever replaced).
-	n := &Node{Data: []byte("ab"), ACL: OpenACL}
+	// Clone copies the fields and shares the data and the ACL (both only
+	// ever replaced, never changed in place).
+	n := &Node{Data: []byte("ab"), ACL: OpenACL, Version: 3}
 	c := n.Clone()
-	c.ACL[0].Perms = 0
-	if n.ACL[0].Perms != jute.PermAll {
-		t.Errorf("Clone shares the ACL")
+	c.Version++
+	c.ACL = []jute.ACL{{Perms: jute.PermRead, ID: jute.ID{Scheme: "world", ID: "anyone"}}}
+	if n.Version != 3 || len(n.ACL) != 1 || n.ACL[0].Perms != jute.PermAll {
+		t.Errorf("changing the clone changed the original: %+v", n)
 	}
 	c.Data = []byte("z")
 	if string(n.Data) != "ab" {

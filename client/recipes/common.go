@@ -209,7 +209,10 @@ func (b bound) createSeq(ctx context.Context, dir, prefix string, data []byte, f
 			return "", nil, err
 		}
 		if !ok {
-			return "", nil, fmt.Errorf("%w: %s", ErrNodeGone, path)
+			// Created, then deleted before its Stat was read: for a
+			// queue, taken by a consumer already. The path is returned
+			// with the error.
+			return path, nil, fmt.Errorf("%w: %s", ErrNodeGone, path)
 		}
 		return path, st, nil
 	}

@@ -28,7 +28,8 @@ const itemPrefix = "q-"
 type Item struct {
 	Data []byte
 	// Path is the item's node; Zxid its czxid: the order of Put, and an
-	// id a consumer can deduplicate on.
+	// id a consumer can deduplicate on. An item Put returns has Zxid 0 if
+	// a consumer took it before Put could read its Stat.
 	Path string
 	Zxid int64
 }
@@ -45,6 +46,10 @@ func (q *Queue) Put(ctx context.Context, data []byte) (Item, error) {
 		return Item{}, err
 	}
 	path, st, err := b.createSeq(ctx, q.dir, itemPrefix, data, 0, q.opt.acl)
+	if errors.Is(err, ErrNodeGone) && path != "" {
+		// Queued, and already taken: the Put succeeded.
+		return Item{Data: data, Path: path}, nil
+	}
 	if err != nil {
 		return Item{}, err
 	}

@@ -266,15 +266,23 @@ func (s Store) Table(path string) (err error) {
 }
 
 // Diagnose looks for the file that made Pebble fail to open a store with
-// cause, in the order in which Pebble needs them: CURRENT, the tables that
-// are there, OPTIONS, the MANIFEST CURRENT names, the tables the error says
-// are missing and, if Pebble reported corruption, the WAL files. It
+// cause: CURRENT, the MANIFEST CURRENT names, the tables that are there,
+// OPTIONS, the tables the error says are missing and, if Pebble reported
+// corruption, the WAL files. It
 // returns nil if none of them is damaged and cause is not Pebble's
 // corruption error: the failure is then not damage (a full disk, a
 // permission) and the caller reports cause itself.
 func Diagnose(s Store, cause error) *Damage {
 	manifest, d := checkCurrent(s)
 	if d != nil {
+		return d
+	}
+	// A MANIFEST with a torn record is named before any table: a member
+	// killed while Pebble wrote a flush or a compaction leaves that table
+	// cut short, a file no version lists (Pebble deletes it as obsolete
+	// when it opens the store), and blaming it would hide the MANIFEST.
+	if d := checkRecords(manifest, 0, "MANIFEST"); d != nil {
+		d.Err = cause
 		return d
 	}
 	for _, t := range files(s.Dir, "", ".sst") {
@@ -290,10 +298,6 @@ func Diagnose(s Store, cause error) *Damage {
 				return &Damage{File: opts, Problem: "Pebble cannot parse it", Err: err}
 			}
 		}
-	}
-	if d := checkRecords(manifest, 0, "MANIFEST"); d != nil {
-		d.Err = cause
-		return d
 	}
 	if cause != nil {
 		if missing := tableNames.FindAllString(cause.Error(), -1); len(missing) > 0 {

@@ -216,6 +216,49 @@ func TestCheckManifest(t *testing.T) {
 	wantDamage(t, "empty MANIFEST", err, manifest)
 }
 
+// TestCheckManifestWithUnfinishedTable: a member killed while Pebble
+// wrote a table (a flush or a compaction) leaves it cut short under a
+// number no version lists; with the MANIFEST also damaged, Check names the
+// MANIFEST, not that table (cmd/zkraft's TestDamagedDataFiles named the
+// table on a seed killed mid-flush).
+func TestCheckManifestWithUnfinishedTable(t *testing.T) {
+	s := newStore(t, "")
+	manifest, d := checkCurrent(s)
+	if d != nil {
+		t.Fatal(d)
+	}
+	b, err := os.ReadFile(liveTable(t, s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(s.Dir, "999999.sst"), b[:len(b)/2], 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, cut := range []struct {
+		name string
+		f    func([]byte) []byte
+	}{
+		{"empty", func([]byte) []byte { return nil }},
+		{"cut to half", func(b []byte) []byte { return b[:len(b)/2] }},
+	} {
+		orig, err := os.ReadFile(manifest)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rewrite(t, manifest, cut.f)
+		// Check when Pebble fails to open the store; Diagnose when it
+		// opened an older version and the member found writes missing
+		// (server's openFailure).
+		if _, err := Check(s, nil); err != nil || cut.name == "empty" {
+			wantDamage(t, cut.name+" MANIFEST beside an unfinished table: Check", err, manifest)
+		}
+		wantDamage(t, cut.name+" MANIFEST beside an unfinished table: Diagnose", Diagnose(s, errors.New("writes missing")), manifest)
+		if err := os.WriteFile(manifest, orig, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
 // TestCheckManifestCutAtRecordBoundary: a MANIFEST cut at a record
 // boundary reads as whole and describes an older version of the store.
 // After a compaction, that version lists tables Pebble has deleted and

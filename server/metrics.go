@@ -68,14 +68,8 @@ func newMetrics(s *Server) (*metrics, error) {
 		leaderChanges: prometheus.NewCounter(prometheus.CounterOpts{Name: "zkraft_leader_changes_total",
 			Help: "Leader changes this member saw (including losing the leader)"}),
 	}
-	rounds := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zkraft_read_index_rounds_total",
-		Help: "ReadIndex rounds asked for linearizable reads, over every cell of the member"},
-		func() float64 { return float64(s.counters.readRounds.rounds.Load()) })
-	linReads := prometheus.NewCounterFunc(prometheus.CounterOpts{Name: "zkraft_linearizable_reads_total",
-		Help: "Linearizable reads served after a ReadIndex round, over every cell of the member"},
-		func() float64 { return float64(s.counters.readRounds.reads.Load()) })
 	for _, c := range []prometheus.Collector{m.readLatency, m.updateLatency, m.electionTime, m.commit,
-		m.requests, m.leaderChanges, rounds, linReads, operator.Collector(s.promCells)} {
+		m.requests, m.leaderChanges, operator.Collector(s.promCells)} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

@@ -27,14 +27,10 @@ type raftReplica struct {
 	// noop is the shard's no-op client session, made once: Dragonboat
 	// lets one be used by many goroutines at once.
 	noop *client.Session
-	// rounds coalesces the ReadIndex requests of linearizable reads.
-	rounds readRounds
 }
 
 func newRaftReplica(nh *dragonboat.NodeHost, shardID uint64, srv *Server, cl *cell) *raftReplica {
-	r := &raftReplica{nh: nh, shardID: shardID, srv: srv, cell: cl, noop: nh.GetNoOPSession(shardID)}
-	r.rounds.index, r.rounds.goroutine, r.rounds.counts = r.readIndex, srv.routines.start, &srv.counters.readRounds
-	return r
+	return &raftReplica{nh: nh, shardID: shardID, srv: srv, cell: cl, noop: nh.GetNoOPSession(shardID)}
 }
 
 var _ replica = (*raftReplica)(nil)
@@ -140,10 +136,20 @@ func replyOf(r dragonboat.RequestResult) (*raftsm.Reply, error) {
 	return rep, nil
 }
 
-// startRead joins the read round that a read arriving now is served by
-// (readRounds): its ReadIndex is asked after this call, at once or as soon
-// as a round in flight ends.
-func (r *raftReplica) startRead() readTicket { return r.rounds.join() }
+// raftTicket is a ReadIndex asked for ahead of the read it serves.
+type raftTicket struct{ rs *dragonboat.RequestState }
+
+func (*raftTicket) isReadTicket() {}
+
+// startRead asks for a ReadIndex now; nil if it could not be asked (the
+// read then takes the ordinary path).
+func (r *raftReplica) startRead() readTicket {
+	rs, err := r.nh.ReadIndex(r.shardID, r.srv.cfg.ProposalTimeout)
+	if err != nil {
+		return nil
+	}
+	return &raftTicket{rs: rs}
+}
 
 // lookup is q as the state machine's Lookup takes it.
 func (q readQuery) lookup() any {
@@ -153,58 +159,62 @@ func (q readQuery) lookup() any {
 	return raftsm.ReadFunc(func(v raftsm.View) (any, error) { return nil, q.fn(v) })
 }
 
-// read runs q once its round (the ticket's, or one it joins now) has
-// completed: the member has then applied everything committed before the
-// read arrived. A local read is a StaleRead.
+// read runs q after the ticket's ReadIndex, falling back to a read with
+// its own (and its retries) if the ticket did not complete; a local read
+// is a StaleRead.
 func (r *raftReplica) read(t readTicket, q readQuery) error {
 	fn := q.lookup()
 	if !q.linearizable {
 		_, err := r.nh.StaleRead(r.shardID, fn)
 		return err
 	}
-	rd, ok := t.(*readRound)
-	if !ok || rd == nil {
-		rd = r.rounds.join()
+	if rt, ok := t.(*raftTicket); ok && rt != nil {
+		changed := r.cell.leaderChanged()
+		select {
+		case res := <-rt.rs.ResultC():
+			if res.Completed() {
+				_, err := r.nh.ReadLocalNode(rt.rs, fn)
+				rt.rs.Release()
+				return err
+			}
+			rt.rs.Release()
+		case <-changed:
+		case <-time.After(r.srv.readRetry()):
+		}
 	}
-	<-rd.done
-	if rd.err != nil {
-		return rd.err
-	}
-	// The round's request state is shared by its reads and never
-	// released: ReadLocalNode only reads it.
-	_, err := r.nh.ReadLocalNode(rd.result.(*dragonboat.RequestState), fn)
-	return err
+	return r.readIndex(fn)
 }
 
-// readIndex takes one round's ReadIndex and returns its completed request
-// state. A ReadIndex is idempotent: if the leader changes (or one that
-// died is still believed alive), or it does not complete within
-// readRetry, it asks again, until the proposal timeout.
-func (r *raftReplica) readIndex() (any, error) {
+// readIndex runs fn after a ReadIndex of its own. A ReadIndex is
+// idempotent: if the leader changes (or one that died is still believed
+// alive), or it does not complete within readRetry, it asks again.
+func (r *raftReplica) readIndex(fn any) error {
 	deadline := time.Now().Add(r.srv.cfg.ProposalTimeout)
 	for {
 		changed := r.cell.leaderChanged()
 		rs, err := r.nh.ReadIndex(r.shardID, r.srv.cfg.ProposalTimeout)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		retry := time.NewTimer(r.srv.readRetry())
 		select {
 		case res := <-rs.ResultC():
 			retry.Stop()
 			if res.Completed() {
-				return rs, nil
+				_, err := r.nh.ReadLocalNode(rs, fn)
+				rs.Release()
+				return err
 			}
 			rs.Release()
 			if !res.Dropped() || time.Now().After(deadline) || !r.cell.waitServing(r.srv.leaderGrace(), nil) {
-				return nil, fmt.Errorf("%w: read index", errNotCompleted)
+				return fmt.Errorf("%w: read index", errNotCompleted)
 			}
 		case <-changed:
 			retry.Stop()
 		case <-retry.C:
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("%w: read index timeout", errNotCompleted)
+			return fmt.Errorf("%w: read index timeout", errNotCompleted)
 		}
 	}
 }

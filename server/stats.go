@@ -68,12 +68,11 @@ type serverCounters struct {
 	largeRequestsRejected atomic.Int64
 	tlsHandshakes         atomic.Int64 // in progress
 	tlsHandshakeFailed    atomic.Int64
-	tlsReloads            atomic.Int64    // key and trust stores reloaded (tls.go)
-	tlsReloadFailed       atomic.Int64    // changed stores that did not load
-	throttled             atomic.Int64    // requests that waited for the global limit
-	stalledClosed         atomic.Int64    // connections closed for not reading their replies
-	lastFloodLog          atomic.Int64    // unix ns of the last too-many-connections warning
-	readRounds            readRoundCounts // linearizable reads and their ReadIndex rounds (readrounds.go)
+	tlsReloads            atomic.Int64 // key and trust stores reloaded (tls.go)
+	tlsReloadFailed       atomic.Int64 // changed stores that did not load
+	throttled             atomic.Int64 // requests that waited for the global limit
+	stalledClosed         atomic.Int64 // connections closed for not reading their replies
+	lastFloodLog          atomic.Int64 // unix ns of the last too-many-connections warning
 }
 
 // cellCounters are the request figures kept per cell (docs/cells.md,

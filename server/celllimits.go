@@ -90,24 +90,25 @@ func (c *cell) watchesFull() bool {
 	return l.MaxWatches > 0 && c.watches.entries.Load() >= l.MaxWatches
 }
 
-// rateGrid is the grid of wall-clock time on which the requests a cell's
-// request rate holds back are let go (tokenBucket.wait).
-const rateGrid = 20 * time.Millisecond
+// The grid of wall-clock time on which the requests a cell's request rate
+// holds back are let go (tokenBucket.wait): rateGridBatch requests' worth
+// of the rate, at least rateGridMin and at most rateGridMax, so that a
+// cell held to a low rate still lets several requests go at each point
+// (one Raft append, one round of messages and one fsync on each replica
+// for all of them) and none moves by more than rateGridMax. The grid is a
+// function of the rate alone, and a cell's rate is the same on each of its
+// members: their points coincide, as their clocks do.
+const (
+	rateGridMin   = 20 * time.Millisecond
+	rateGridMax   = 100 * time.Millisecond
+	rateGridBatch = 8
+)
 
-// tokenBucket is a cell's request-rate limit: rate tokens a second, as
-// many at most in the bucket. A rate of 0 admits everything.
-//
-// A request that finds no token waits until its debt is paid, rounded up
-// to the next point of a rateGrid grid of wall-clock time, and every
-// request due at one point waits on one channel, closed by one timer:
-// the requests let go together, from every connection of the cell on
-// this member (and, the members' clocks agreeing, on its other members)
-// reach the cell's shard together and share Raft appends, messages and
-// fsyncs on each replica. Let go one by one, evenly spaced, each takes
-// its own: a cell held at 600 writes/s made its 3 members fsync 750 to
-// 1,170 times a second, 510 to 540 on the grid (docs/cells.md, "Where a
-// neighbour held at its rate costs"). The rate is kept: the debts are
-// the same, only the moment each is let go moves, by less than rateGrid.
+// rateGrid returns the release grid of a rate of r requests a second (r > 0).
+func rateGrid(r int64) time.Duration {
+	return min(rateGridMax, max(rateGridMin, time.Duration(rateGridBatch*int64(time.Second)/r)))
+}
+
 type tokenBucket struct {
 	rate atomic.Int64
 	// now is time.Now when nil; after is the server's routines.afterFunc
@@ -155,11 +156,12 @@ func (b *tokenBucket) wait(done <-chan struct{}) bool {
 		return true
 	}
 	// The grid point at or after the debt is paid: from the same reading
-	// of the clock, so the wait is the debt's and less than one rateGrid
+	// of the clock, so the wait is the debt's and less than one grid step
 	// more whatever the wall clock does between two requests.
 	wall := now.UnixNano()
 	due := wall + int64(debt/float64(r)*float64(time.Second))
-	point := (due + int64(rateGrid) - 1) / int64(rateGrid) * int64(rateGrid)
+	grid := int64(rateGrid(r))
+	point := (due + grid - 1) / grid * grid
 	ch, waiting := b.mu.release[point]
 	if !waiting {
 		if b.mu.release == nil {

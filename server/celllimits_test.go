@@ -160,3 +160,78 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 		t.Fatal("a request without a rate refused")
 	}
 }
+
+// TestCellRateGridFollowsTheRate: the release grid holds rateGridBatch
+// requests' worth of the rate, between 20 and 100 ms; at a low rate the
+// requests due within one coarse step share one timer (where a 20 ms grid
+// would have started five), and the rate is kept: a request whose debt
+// runs past the point waits for the next one.
+func TestCellRateGridFollowsTheRate(t *testing.T) {
+	for _, c := range []struct {
+		rate int64
+		want time.Duration
+	}{
+		{1, 100 * time.Millisecond},
+		{60, 100 * time.Millisecond},
+		{80, 100 * time.Millisecond},
+		{100, 80 * time.Millisecond},
+		{200, 40 * time.Millisecond},
+		{400, 20 * time.Millisecond},
+		{1000, 20 * time.Millisecond},
+	} {
+		if got := rateGrid(c.rate); got != c.want {
+			t.Errorf("rateGrid(%d) = %v, want %v", c.rate, got, c.want)
+		}
+	}
+
+	// 1 ms past a point of the 100 ms grid of a rate of 60 a second.
+	start := time.Unix(1000, 0).Add(time.Millisecond)
+	f := newFakeTimers(start)
+	b := &tokenBucket{now: f.clock, after: f.after}
+	b.setRate(60)
+	never := make(chan struct{})
+	for i := 0; i < 60; i++ {
+		if !b.wait(never) {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	// Debts of 1/60 .. 5/60 s: due by 1000.085 s, all at the point
+	// 1000.100 s, on one timer.
+	const waiters = 5
+	results := make(chan bool, waiters+1)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- b.wait(never) }()
+	}
+	<-f.added
+	waitFor(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.mu.tokens <= -waiters
+	})
+	timers := f.started()
+	if len(timers) != 1 || timers[0].d != 99*time.Millisecond {
+		t.Fatalf("timers for %d requests due within one step: %v, want one of 99ms", waiters, timers)
+	}
+	// The sixth owes 100 ms: due at 1000.101 s, past the point, so it
+	// waits for the next one (1000.200 s).
+	go func() { results <- b.wait(never) }()
+	<-f.added
+	if timers = f.started(); len(timers) != 2 || timers[1].d != 199*time.Millisecond {
+		t.Fatalf("the request due after the point: timers %v, want a second of 199ms", timers)
+	}
+	timers[0].fn()
+	for i := 0; i < waiters; i++ {
+		if !<-results {
+			t.Fatalf("waiter %d refused", i)
+		}
+	}
+	select {
+	case ok := <-results:
+		t.Fatalf("the request due at the second point returned (%v) at the first", ok)
+	default:
+	}
+	timers[1].fn()
+	if !<-results {
+		t.Fatal("the request due at the second point refused")
+	}
+}

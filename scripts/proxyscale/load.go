@@ -108,6 +108,8 @@ type loadProc struct {
 	watchSlots chan struct{}
 	watches    int
 	path       string // the watch command's path, set before any wantWatch
+	// naive: -naive-reconnect (reconnect).
+	naive bool
 
 	mu       sync.Mutex
 	sessions []*loadSession
@@ -120,7 +122,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
 	}
-	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1)}
+	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1), naive: os.Getenv("PROXYSCALE_NAIVE") != ""}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	var failed, created atomic.Int64
@@ -131,7 +133,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			order := sessionOrder(i%len(addrs), len(addrs))
+			order := sessionOrder(i%len(addrs), len(addrs), l.naive)
 			nc, resp, err := handshake(addrs[order[0]], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)}, 30*time.Second)
 			eph := false
 			if err == nil && i < ephemerals {
@@ -201,9 +203,16 @@ func (l *loadProc) printCount() {
 // other n-1 shuffled, as ZooKeeper's clients shuffle their connect
 // string (the Java client's StaticHostProvider, go-zookeeper's
 // DNSHostProvider); the first is fixed so that the sessions spread
-// evenly over the addresses.
-func sessionOrder(first, n int) []int {
+// evenly over the addresses. naive: the others in order after it
+// (-naive-reconnect).
+func sessionOrder(first, n int, naive bool) []int {
 	order := []int{first}
+	if naive {
+		for k := 1; k < n; k++ {
+			order = append(order, (first+k)%n)
+		}
+		return order
+	}
 	for _, k := range rand.Perm(n) {
 		if k != first {
 			order = append(order, k)
@@ -449,10 +458,18 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 	failed := time.Now()
 	deadline := failed.Add(to)
 	perAddr := to / time.Duration(len(addrs))
+	if s.l.naive {
+		perAddr = 30 * time.Second
+	}
 	for try := 1; time.Now().Before(deadline); try++ {
-		time.Sleep(rand.N(time.Second))
-		if try > 1 && (try-1)%len(addrs) == 0 {
-			time.Sleep(time.Second) // a whole round of addresses failed
+		switch {
+		case s.l.naive && try > 1:
+			time.Sleep(100 * time.Millisecond)
+		case s.l.naive:
+		case try > 1 && (try-1)%len(addrs) == 0:
+			time.Sleep(time.Second + rand.N(time.Second)) // a whole round of addresses failed
+		default:
+			time.Sleep(rand.N(time.Second))
 		}
 		if s.l.stopped.Load() {
 			return false

@@ -36,6 +36,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -67,7 +68,11 @@ func main() {
 	watches := flag.Int("watches", 64, "getData watches in flight per load process in the watch phase (each goes up to the cell)")
 	watchOnly := flag.Bool("watch-only", false, "skip the CPU windows (phase 1) and the kills (phase 3): open the sessions, hold them, measure the watch")
 	killOnly := flag.Bool("kill-only", false, "skip the CPU windows (phase 1) and the watch: open the sessions, hold them, kill a proxy (and with -kill-member a member)")
+	naive := flag.Bool("naive-reconnect", false, "load sessions reconnect as this script's did before 2026-12-02 (not as ZooKeeper's clients): the next address in one fixed order, at once, a 30 s handshake deadline, 100 ms after a failure; to show what a burst onto one proxy does")
 	flag.Parse()
+	if *naive {
+		os.Setenv("PROXYSCALE_NAIVE", "1") // the load processes inherit it
+	}
 	if *load {
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout, *handshakes, *ephemerals, *watches)
 		return

@@ -388,8 +388,10 @@ func (s *loadSession) run() {
 					// process's own starvation, not the server's
 					// silence (a client on its own machine would have
 					// read it in time). Read it.
+					// The next read's deadline must be ahead, or Go
+					// refuses the read before it looks (a loop).
 					s.l.starved.Add(1)
-					rd.to(time.Now().Add(to / 2))
+					nextPing = time.Now().Add(to / 3)
 					continue
 				}
 				err = errors.New("ping unanswered")

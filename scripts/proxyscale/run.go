@@ -183,7 +183,11 @@ func (r *run) startEnsemble() error {
 			os.Setenv("ZKRAFT_PPROF_ADDR", a)
 			fmt.Printf("proxyscale: member %d's profiles on http://%s/debug/pprof/\n", i+1, a)
 		}
-		args := []string{r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy)}
+		level := "warn"
+		if l := os.Getenv("PROXYSCALE_MEMBER_LOG"); l != "" {
+			level = l // info: every session's handshake and expiry
+		}
+		args := []string{r.bin, "serve", "--config", cfgPath, "--log-level", level, "--proxy-port", strconv.Itoa(p.proxy)}
 		if r.single {
 			args = append(args, "--single-handshakes")
 		}

@@ -53,6 +53,9 @@ type conn struct {
 	raw  syscall.RawConn // nc's socket when it is TCP (not TLS), for reply
 	in   frameReader     // over nc; the reader goroutine's
 	ip   string
+	// rateTurn is this connection's part in its cell's request rate
+	// (celllimits.go); the reader goroutine's.
+	rateTurn rateTurn
 	// wv is tryWrite's state, the outbox writer's (whoever holds
 	// out.flushing).
 	wv rawWriter
@@ -631,7 +634,7 @@ func (c *conn) readLoop() error {
 			// waits for a token; pings never do, so sessions live on. The
 			// replies held for a burst go out before it waits.
 			release()
-			if !c.cell.rate.wait(c.done) {
+			if !c.cell.rate.wait(c.done, &c.rateTurn) {
 				return net.ErrClosed
 			}
 		}

@@ -629,12 +629,15 @@ type loader struct {
 	n     int // sessions it was asked for
 }
 
-func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes, ephemerals, watches int, logPath string) (*loader, error) {
+func startLoader(self string, addrs []string, n int, timeout time.Duration, handshakes, ephemerals, watches int, source, logPath string) (*loader, error) {
 	f, err := os.Create(logPath)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(self, "-load", "-addrs", strings.Join(addrs, ","), "-sessions", strconv.Itoa(n), "-session-timeout", timeout.String(), "-handshakes", strconv.Itoa(handshakes), "-ephemerals", strconv.Itoa(ephemerals), "-watches", strconv.Itoa(watches))
+	if source != "" {
+		cmd.Args = append(cmd.Args, "-source", source)
+	}
 	cmd.Stderr = f
 	cmd.SysProcAttr = xproc.Orphanless()
 	stdout, err := cmd.StdoutPipe()

@@ -38,7 +38,10 @@ import (
 	"net"
 	"os"
 	"strings"
+	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/zkraft/zkraft/internal/fourlw"
 	xproc "github.com/zkraft/zkraft/internal/proc"
@@ -68,12 +71,19 @@ func main() {
 	watches := flag.Int("watches", 64, "getData watches in flight per load process in the watch phase (each goes up to the cell)")
 	watchOnly := flag.Bool("watch-only", false, "skip the CPU windows (phase 1) and the kills (phase 3): open the sessions, hold them, measure the watch")
 	killOnly := flag.Bool("kill-only", false, "skip the CPU windows (phase 1) and the watch: open the sessions, hold them, kill a proxy (and with -kill-member a member)")
+	source := flag.String("source", "", "load: the local address to dial from (internal: each load process has its own loopback address)")
+	oneSource := flag.Bool("one-source", false, "every load process dials from 127.0.0.1, as before 2026-12-02 06:40 (then 100,000 connections share one address's 28,232 ephemeral ports and each connect spends milliseconds in the kernel's port search: docs/proxy.md)")
 	naive := flag.Bool("naive-reconnect", false, "load sessions reconnect as this script's did before 2026-12-02 (not as ZooKeeper's clients): the next address in one fixed order, at once, a 30 s handshake deadline, 100 ms after a failure; to show what a burst onto one proxy does")
 	flag.Parse()
 	if *naive {
 		os.Setenv("PROXYSCALE_NAIVE", "1") // the load processes inherit it
 	}
 	if *load {
+		if *source != "" {
+			if err := dialFrom(*source); err != nil {
+				log.Fatal(err)
+			}
+		}
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout, *handshakes, *ephemerals, *watches)
 		return
 	}
@@ -84,7 +94,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly, oneSource: *oneSource}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -98,7 +108,7 @@ type cfg struct {
 	idle, hold, timeout                             time.Duration
 	bin                                             string
 	proxiedFirst, zk, killMember, single, watchOnly bool
-	killOnly                                        bool
+	killOnly, oneSource                             bool
 }
 
 // proc is a child process (internal/proc).
@@ -109,10 +119,49 @@ func fourLetter(addr, word string) string {
 	return s
 }
 
+// dialer dials the load sessions' connections: from 127.0.0.1 unless
+// dialFrom gave it a source address.
+var dialer net.Dialer
+
+// dialFrom makes dialer dial from ip (a loopback address of its own per
+// load process), its port chosen at connect time
+// (IP_BIND_ADDRESS_NO_PORT), so that one source port serves connections
+// to different destinations as an unbound connect's does.
+//
+// Why: all 100,000 sessions dialled from 127.0.0.1, whose ephemeral
+// ports (32768-60999, 28,232) they shared, about 3.5 connections a port.
+// A connect then searches that range for a port whose 4-tuple is free
+// (the kernel's __inet_hash_connect and __inet_check_established), and
+// at that density the search took 56% of both cores during the
+// reconnect burst after a proxy kill (perf record -a, 2026-12-02 06:21):
+// the machine made about 300 connects a second, members and proxies sat
+// at 2 to 4% of a core with nothing to do, and the sessions expired
+// waiting for their clients' connect calls. Real clients come from many
+// hosts; a source address per load process gives each its own ports.
+func dialFrom(ip string) error {
+	a := net.ParseIP(ip)
+	if a == nil {
+		return errors.New("proxyscale: -source " + ip + " is not an address")
+	}
+	dialer.LocalAddr = &net.TCPAddr{IP: a}
+	dialer.Control = func(_, _ string, c syscall.RawConn) error {
+		var serr error
+		if err := c.Control(func(fd uintptr) {
+			serr = unix.SetsockoptInt(int(fd), unix.IPPROTO_IP, unix.IP_BIND_ADDRESS_NO_PORT, 1)
+		}); err != nil {
+			return err
+		}
+		return serr
+	}
+	return nil
+}
+
 // handshake connects and sends req, within d; the response, whose
 // session id 0 means expired.
 func handshake(addr string, req *jute.ConnectRequest, d time.Duration) (net.Conn, *jute.ConnectResponse, error) {
-	nc, err := net.DialTimeout("tcp", addr, min(d, 5*time.Second))
+	dl := dialer
+	dl.Timeout = min(d, 5*time.Second)
+	nc, err := dl.Dial("tcp", addr)
 	if err != nil {
 		return nil, nil, err
 	}

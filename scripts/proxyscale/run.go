@@ -275,7 +275,13 @@ func (r *run) openLoad(name string, addrs []string, n, eph int) ([]*loader, erro
 			os.Setenv("PROXYSCALE_LOAD_PPROF", pa)
 			fmt.Printf("proxyscale: %s load process %d's profiles on http://%s/debug/pprof/\n", name, i, pa)
 		}
-		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, eph, r.watches, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		// Each load process dials from its own loopback address (main.go,
+		// dialFrom), as clients on several hosts would.
+		source := fmt.Sprintf("127.0.0.%d", 2+i%250)
+		if r.oneSource {
+			source = ""
+		}
+		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, eph, r.watches, source, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
 		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err

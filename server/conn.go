@@ -519,7 +519,7 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		var code jute.ErrCode
 		var retried bool
 		if c.batched() {
-			res, r, err := c.cell.sessions.submit(raftsm.SessionOp{Session: id, Timeout: timeout, Owner: c.owner}, c.done)
+			res, r, err := c.cell.sessions.submit(raftsm.SessionOp{Session: id, Timeout: timeout, Owner: c.owner}, c.done, c.channelGone())
 			if err != nil {
 				return 0, err
 			}
@@ -556,7 +556,7 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 		return false, nil
 	}
 	if c.batched() {
-		res, _, err := c.cell.sessions.submit(raftsm.SessionOp{Attach: true, Session: id, Owner: c.owner}, c.done)
+		res, _, err := c.cell.sessions.submit(raftsm.SessionOp{Attach: true, Session: id, Owner: c.owner}, c.done, c.channelGone())
 		if err != nil {
 			return false, err
 		}

@@ -167,6 +167,7 @@ var figureTable = slices.Concat([]figure{
 		})},
 		{name: "zkraft_session_batches_total", perCell: true, in: inBoth, typ: counter, help: "Proposals of proxied sessions' handshakes (createSession, attach), each a batch of one or more", value: func(r *reading) any { return r.f.SessionBatches }},
 		{name: "zkraft_session_batch_ops_total", perCell: true, in: inBoth, typ: counter, help: "Proxied sessions' handshakes proposed in those batches", value: func(r *reading) any { return r.f.SessionBatchOps }},
+		{name: "zkraft_session_batch_dropped_total", perCell: true, in: inBoth, typ: counter, help: "Proxied sessions' handshakes dropped before their batch was proposed: their channel closed while they queued", value: func(r *reading) any { return r.f.SessionBatchDropped }},
 		{name: "zkraft_session_batch_largest", perCell: true, in: inBoth, typ: gauge, help: "The most handshakes one batch carried", value: func(r *reading) any { return r.f.SessionBatchLargest }},
 		{name: "zkraft_pebble_compactions_total", perCell: true, in: inProm, typ: counter, help: "Pebble compactions", value: storeFigure(func(m *Store) any { return m.Compactions })},
 	})

@@ -109,8 +109,10 @@ type Figures struct {
 	BytesReceived         int64
 	// SessionBatches and SessionBatchOps count the proposals of proxied
 	// channels' handshakes and the handshakes (creates and attaches) they
-	// carried; SessionBatchLargest is the most one carried.
-	SessionBatches, SessionBatchOps, SessionBatchLargest int64
+	// carried; SessionBatchLargest is the most one carried;
+	// SessionBatchDropped the handshakes dropped unproposed (their
+	// channel closed while they queued).
+	SessionBatches, SessionBatchOps, SessionBatchLargest, SessionBatchDropped int64
 }
 
 // Latency is a min/avg/max summary in milliseconds (avg rounded to four

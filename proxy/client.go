@@ -63,6 +63,10 @@ type client struct {
 	// its ConnectResponse has not come (it is consumed here, never given
 	// to the client); it holds one of the proxy's reattach slots.
 	reattaching atomic.Bool
+	// handshaking: the client's handshake was forwarded and its
+	// ConnectResponse has not come; it holds one of the proxy's
+	// handshake slots (admission.go).
+	handshaking atomic.Bool
 	// detachTimer closes the client when its session is not reattached
 	// within its timeout (reattach.go).
 	detachTimer *time.Timer
@@ -208,7 +212,8 @@ func (c *client) handshake() bool {
 	if err != nil {
 		return false
 	}
-	if err := jute.Unmarshal(body, new(jute.ConnectRequest)); err != nil {
+	req := new(jute.ConnectRequest)
+	if err := jute.Unmarshal(body, req); err != nil {
 		return false // as a member: a handshake that does not decode closes
 	}
 	up := c.p.upstream(c.p.cfg.HandshakeWait, c.done)
@@ -216,6 +221,10 @@ func (c *client) handshake() bool {
 		c.p.stats.handshakeRefused.Add(1)
 		return false // no member: the client tries its next address
 	}
+	if c.p.admit.acquire(c.p.ctx, c.done, c.rc, budgetOf(req.TimeOut)) != admitted {
+		return false // busy, or the client left: it tries its next address
+	}
+	c.handshaking.Store(true)
 	c.up.Store(up)
 	if _, err := up.open(c, body); err != nil {
 		return false
@@ -223,11 +232,20 @@ func (c *client) handshake() bool {
 	return true
 }
 
+// handshakeDone gives back c's handshake slot, if it holds one;
+// answered: the member answered it.
+func (c *client) handshakeDone(answered bool) {
+	if c.handshaking.CompareAndSwap(true, false) {
+		c.p.admit.release(answered)
+	}
+}
+
 // finish ends the client's part upstream and in the proxy, once.
 func (c *client) finish() { c.finishOnce.Do(c.finishNow) }
 
 func (c *client) finishNow() {
 	c.releaseSlot()
+	c.handshakeDone(false)
 	if up := c.up.Load(); up != nil {
 		up.closeChannel(c.ch.Load())
 		if sw := up.sw; sw != nil {
@@ -545,6 +563,7 @@ func (c *client) fromUpstream(u *upConn, body []byte) {
 			c.p.alive.Record(resp.SessionID)
 			return
 		}
+		c.handshakeDone(true)
 		c.connected.Store(true)
 		c.timeout.Store(int64(resp.TimeOut))
 		c.sessionID.Store(resp.SessionID)

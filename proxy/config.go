@@ -39,6 +39,12 @@ type Config struct {
 	// connection before the proxy closes it (the client then tries its
 	// next address). Default 2s.
 	HandshakeWait time.Duration
+	// HandshakesInFlight bounds the client handshakes forwarded to the
+	// member and not yet answered; the rest wait in arrival order, each
+	// for at most a third of its session timeout, and are refused (their
+	// connection closed) when the queue would outlast that at the
+	// member's recent pace (admission.go). Default 256.
+	HandshakesInFlight int
 	// FourLetterWords are the four-letter words the proxy answers
 	// (4lw.commands.whitelist); "*" enables all. Default srvr only, as
 	// ZooKeeper's. Words the proxy has no command for (hash: the
@@ -92,6 +98,9 @@ func (c *Config) Validate() error {
 	}
 	if c.HandshakeWait <= 0 {
 		c.HandshakeWait = 2 * time.Second
+	}
+	if c.HandshakesInFlight <= 0 {
+		c.HandshakesInFlight = 256
 	}
 	if c.MaxClientCnxns < 0 || c.MaxCnxns < 0 {
 		return errors.New("proxy: negative connection limit")

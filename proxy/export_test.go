@@ -13,3 +13,11 @@ func SetStallTimeout(d time.Duration) (restore func()) {
 
 // PingsInPlace is how many pings p's poller answered itself.
 func PingsInPlace(p *Proxy) int64 { return p.stats.pingsInPlace.Load() }
+
+// HandshakeFigures are p's handshake admission's figures: handshakes
+// forwarded and unanswered now, and in all those that queued, were
+// refused (at once or after waiting) and whose client left while queued.
+func HandshakeFigures(p *Proxy) (inFlight int, queued, refused, gone int64) {
+	a := p.admit
+	return len(a.slots), a.queued.Load(), a.refusedAtOnce.Load() + a.refusedWaited.Load(), a.gone.Load()
+}

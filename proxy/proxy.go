@@ -46,7 +46,9 @@ type Proxy struct {
 	// reattachSlots holds one token per reattach in flight
 	// (reattachWindow).
 	reattachSlots chan struct{}
-	reg           *operator.Registry
+	// admit paces the clients' handshakes (admission.go).
+	admit *admission
+	reg   *operator.Registry
 
 	ctx    context.Context
 	cancel context.CancelFunc
@@ -81,6 +83,7 @@ func New(cfg Config) (*Proxy, error) {
 	p.mu.clients = map[*client]struct{}{}
 	p.mu.detached = map[*client]struct{}{}
 	p.reattachSlots = make(chan struct{}, reattachWindow)
+	p.admit = newAdmission(cfg.HandshakesInFlight)
 	p.mu.perIP = map[string]int{}
 	p.ctx, p.cancel = context.WithCancel(context.Background())
 	if p.poll, err = newPoller(p); err != nil {

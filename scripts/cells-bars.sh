@@ -25,7 +25,13 @@
 #
 # Usage: scripts/cells-bars.sh   (ROUNDS=3 DURATION=8s WARMUP=2s LIMIT=200
 #                                 AT_INFLIGHT=4; ONLY=isolation skips scaling;
-#                                 ZKRAFT_BIN=path measures that binary)
+#                                 ZKRAFT_BIN=path measures that binary;
+#                                 ZKRAFT_BIN_B=path compares a second one in
+#                                 the isolation rounds, abba; KINDS="alone
+#                                 past at" the isolation runs of a round, in
+#                                 order, and "c1" adds c1 alone past its
+#                                 limit; CELLS_BARS_DIR=/dev/shm/NAME puts
+#                                 the members' data on tmpfs)
 # Bounded: (2 + 3) x ROUNDS runs of WARMUP+DURATION each, plus start-up and
 # c1's set-ups (about 5 minutes with the defaults). Needs jq. Work files
 # under $CELLS_BARS_DIR (default: a new /tmp/cells-bars.XXXXXX, removed at
@@ -62,11 +68,16 @@ cleanup() {
 trap cleanup EXIT
 
 # ZKRAFT_BIN: a zkraft binary to measure instead of building this tree's
-# (to compare two commits with the same script).
+# (to compare two commits with the same script). ZKRAFT_BIN_B: a second
+# binary for the isolation rounds: each round runs its kinds under both
+# (A then B, B then A in the next round: abba), restarting the members on
+# the same data directories between them. The load generator and the
+# operator commands are always ZKRAFT_BIN's, so only the members change.
 zk="${ZKRAFT_BIN:-$dir/zkraft}"
 if [[ -z "${ZKRAFT_BIN:-}" ]]; then
 	(cd "$repo_root" && go build -o "$zk" ./cmd/zkraft)
 fi
+zk_b="${ZKRAFT_BIN_B:-}"
 
 ip() { echo "127.$net.0.$1"; }
 lines=""
@@ -77,10 +88,26 @@ for i in 1 2 3; do
 	mkdir -p "$dir/m$i/data"
 	echo "$i" >"$dir/m$i/data/myid"
 	printf 'tickTime=2000\ninitLimit=10\nsyncLimit=5\ndataDir=%s\n%s' "$dir/m$i/data" "$lines" >"$dir/m$i/zoo.cfg"
-	"$zk" serve --config "$dir/m$i/zoo.cfg" --super-digest "$super_digest" \
-		--admin-addr "$(ip "$i"):$((base + 10))" >"$dir/m$i/log" 2>&1 &
-	pids+=($!)
 done
+# start_members BIN: the three members, from BIN, on their data dirs.
+running=""
+start_members() {
+	local i
+	pids=()
+	for i in 1 2 3; do
+		"$1" serve --config "$dir/m$i/zoo.cfg" --super-digest "$super_digest" \
+			--admin-addr "$(ip "$i"):$((base + 10))" >>"$dir/m$i/log" 2>&1 &
+		pids+=($!)
+	done
+	running=$1
+}
+stop_members() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	pids=()
+}
+start_members "$zk"
 admin="http://$(ip 1):$((base + 10))/commands"
 
 # wait_cmd tries a command for up to 60 s.
@@ -99,12 +126,27 @@ for c in 1 2 3 4; do
 	port=$((base + 10 + c))
 	wait_cmd "$zk" cell create "c$c" --voters 1,2,3 --port "$port" --admin "$admin"
 done
-for c in 1 2 3 4; do
-	port=$((base + 10 + c))
-	for i in 1 2 3; do
-		wait_cmd bash -c "exec 3<>/dev/tcp/$(ip "$i")/$port && printf srvr >&3 && grep -qE 'Mode: (leader|follower)' <&3"
+# cells_ready: every cell has a leader or follower on every member.
+cells_ready() {
+	local c i port
+	for c in 1 2 3 4; do
+		port=$((base + 10 + c))
+		for i in 1 2 3; do
+			wait_cmd bash -c "exec 3<>/dev/tcp/$(ip "$i")/$port && printf srvr >&3 && grep -qE 'Mode: (leader|follower)' <&3"
+		done
 	done
-done
+}
+cells_ready
+# use_members BIN: the members run BIN (restarted on the same data if not).
+use_members() {
+	[[ $running == "$1" ]] && return 0
+	stop_members
+	start_members "$1"
+	cells_ready
+	# A leader of every cell and the limiter's settings from the map first.
+	wait_cmd "$zk" cell show c1 --admin "$admin"
+	sleep 2
+}
 cell() { echo "-cell c$1=$(addrs $((base + 10 + $1)))"; }
 loadavg() { cut -d' ' -f1 /proc/loadavg; }
 bench() {
@@ -120,9 +162,12 @@ if command -v perf >/dev/null && perf stat -x, -e syscalls:sys_enter_fdatasync -
 	have_perf=1
 fi
 ticks() { for p in "${pids[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat"; done; }
+# busy: the machine's busy and total ticks (every core) from /proc/stat.
+busy() { awk '/^cpu / {print $2 + $3 + $4 + $7 + $8, $2 + $3 + $4 + $5 + $6 + $7 + $8}' /proc/stat; }
 measure() {
-	local t0 t1 s0 s1 i perfs=()
+	local t0 t1 s0 s1 b0 b1 a0 a1 i perfs=()
 	mapfile -t t0 < <(ticks)
+	read -r b0 a0 < <(busy)
 	s0=$(date +%s.%N)
 	if ((have_perf)); then
 		for i in 0 1 2; do
@@ -135,6 +180,7 @@ measure() {
 	run_ok=1
 	"$@" || run_ok=0
 	mapfile -t t1 < <(ticks)
+	read -r b1 a1 < <(busy)
 	s1=$(date +%s.%N)
 	for p in "${perfs[@]}"; do kill -INT "$p" 2>/dev/null || true; done
 	for p in "${perfs[@]}"; do wait "$p" 2>/dev/null || true; done
@@ -150,6 +196,7 @@ measure() {
 			cpu_line+=$(awk -F, -v el="$el" '/fdatasync/ {printf " %.0f", $1 / el}' "$dir/perf$i")
 		done
 	fi
+	cpu_line+=$(awk -v b=$((b1 - b0)) -v a=$((a1 - a0)) -v n="$(nproc)" 'BEGIN {if (a > 0) printf ", machine busy %.0f%% of %d cores", b / a * 100, n}')
 }
 # client_cpu FILE: a load generator's CPU (% of one core) from /usr/bin/time's "user sys elapsed".
 client_cpu() { awk '{if ($3 > 0) printf "%.0f%%", ($1 + $2) / $3 * 100; else print "?"}' "$1"; }
@@ -226,41 +273,70 @@ beside() {
 	c1_line=$(jq -r '"c1 \(.aggregate_throughput | floor) ops/s p99 \(.cells[0].result.latency.p99_us / 1000 | floor) ms"' "$dir/c1.json" 2>/dev/null || echo 'c1 ?')
 	c1_line+=", c1's client CPU $(client_cpu "$dir/c1.time")"
 }
-alone=() past=() at=()
+# c1alone: c1 alone past its limit (its rate, the members' CPU and fsyncs).
+c1alone() {
+	# shellcheck disable=SC2046
+	measure timed "$dir/c1.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" \
+		-delete-existing -prefix /zkraft-bench-c1 -inflight 64 $(cell 1) >"$dir/c1.json" 2>"$dir/c1.log"
+	out=""
+	c1_line=$(jq -r '"c1 alone \(.aggregate_throughput | floor) ops/s p99 \(.cells[0].result.latency.p99_us / 1000 | floor) ms"' "$dir/c1.json" 2>/dev/null || echo 'c1 ?')
+	c1_line+=", c1's client CPU $(client_cpu "$dir/c1.time")"
+}
+kinds=(${KINDS:-alone past at})
+bins=("$zk")
+[[ -n $zk_b ]] && bins+=("$zk_b")
+label() { if [[ $1 == "$zk" ]]; then echo A; else echo B; fi; }
+declare -A p99s
 for r in $(seq "$rounds"); do
-	order=(alone past at)
-	((r % 2 == 0)) && order=(at past alone)
-	for kind in "${order[@]}"; do
-		la=$(loadavg)
-		c1_line="c1 idle"
-		case $kind in
-		alone)
-			# shellcheck disable=SC2046
-			measure timed "$dir/c2.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight 16 $(cell 2) >"$dir/run.json" 2>"$dir/c2.err"
-			out=$(cat "$dir/run.json")
-			;;
-		past) beside 64 ;;
-		at) beside "$at_inflight" ;;
-		esac
-		if ((!run_ok)); then
-			printf 'round %d  c2 %-14s load %5s  failed: %s\n' "$r" "$kind" "$la" "$(tail -1 "$dir/c2.err" 2>/dev/null)"
-			continue
-		fi
-		p=$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")
-		case $kind in
-		alone) alone+=("$p") ;;
-		past) past+=("$p") ;;
-		at) at+=("$p") ;;
-		esac
-		printf 'round %d  c2 %-14s load %5s  p99 %6.1f ms  %6.0f ops/s  (%s; %s, c2'"'"'s client CPU %s)\n' "$r" "$kind" "$la" "$p" \
-			"$(jq '.cells[0].result.throughput' <<<"$out")" "$c1_line" "$cpu_line" "$(client_cpu "$dir/c2.time")"
+	border=("${bins[@]}")
+	((r % 2 == 0)) && border=($(printf '%s\n' "${bins[@]}" | tac))
+	for bin in "${border[@]}"; do
+		use_members "$bin"
+		order=("${kinds[@]}")
+		((r % 2 == 0)) && order=($(printf '%s\n' "${kinds[@]}" | tac))
+		tag=""
+		[[ -n $zk_b ]] && tag="$(label "$bin") "
+		for kind in "${order[@]}"; do
+			la=$(loadavg)
+			c1_line="c1 idle"
+			case $kind in
+			alone)
+				# shellcheck disable=SC2046
+				measure timed "$dir/c2.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight 16 $(cell 2) >"$dir/run.json" 2>"$dir/c2.err"
+				out=$(cat "$dir/run.json")
+				;;
+			past) beside 64 ;;
+			at) beside "$at_inflight" ;;
+			c1) c1alone ;;
+			esac
+			if ((!run_ok)); then
+				printf 'round %d  %sc2 %-14s load %5s  failed: %s\n' "$r" "$tag" "$kind" "$la" "$(tail -1 "$dir/c2.err" 2>/dev/null)"
+				continue
+			fi
+			if [[ $kind == c1 ]]; then
+				printf 'round %d  %s%-17s load %5s  (%s; %s)\n' "$r" "$tag" "c1 alone" "$la" "$c1_line" "$cpu_line"
+				continue
+			fi
+			p=$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")
+			p99s["$tag$kind"]+="$(printf '%.1f' "$p") "
+			printf 'round %d  %sc2 %-14s load %5s  p99 %6.1f ms  %6.0f ops/s  (%s; %s, c2'"'"'s client CPU %s)\n' "$r" "$tag" "$kind" "$la" "$p" \
+				"$(jq '.cells[0].result.throughput' <<<"$out")" "$c1_line" "$cpu_line" "$(client_cpu "$dir/c2.time")"
+		done
 	done
 done
 "$zk" cell limits c1 --max-request-rate 0 --admin "$admin" >/dev/null
-ma=$(printf '%s\n' "${alone[@]}" | median)
-mp=$(printf '%s\n' "${past[@]}" | median)
-mt=$(printf '%s\n' "${at[@]}" | median)
 rise() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%+.0f", (a / b - 1) * 100}'; }
-printf 'median: c2 p99 alone %.1f ms, beside c1 past its limit %.1f ms (%s %%), beside c1 at its limit %.1f ms (%s %%) (bar: <= +20 %%)\n' \
-	"$ma" "$mp" "$(rise "$mp" "$ma")" "$mt" "$(rise "$mt" "$ma")"
+for bin in "${bins[@]}"; do
+	tag=""
+	[[ -n $zk_b ]] && tag="$(label "$bin") "
+	[[ -n ${p99s["${tag}alone"]:-} ]] || continue
+	ma=$(tr ' ' '\n' <<<"${p99s["${tag}alone"]}" | grep . | median | xargs printf '%.1f')
+	line="median ${tag}(${bin}): c2 p99 alone $ma ms [${p99s["${tag}alone"]% }]"
+	for kind in past at; do
+		[[ -n ${p99s["$tag$kind"]:-} ]] || continue
+		m=$(tr ' ' '\n' <<<"${p99s["$tag$kind"]}" | grep . | median | xargs printf '%.1f')
+		line+=", beside c1 $kind its limit $m ms ($(rise "$m" "$ma") %) [${p99s["$tag$kind"]% }]"
+	done
+	echo "$line (bar: <= +20 %)"
+done
 echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"

@@ -67,7 +67,7 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 	b.setRate(1000) // a token a millisecond, 1000 in the burst
 	never := make(chan struct{})
 	for i := 0; i < 1000; i++ {
-		if !b.wait(never) {
+		if !b.wait(never, nil) {
 			t.Fatalf("request %d of the burst refused", i)
 		}
 	}
@@ -80,7 +80,7 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 	const waiters = 17
 	results := make(chan bool, waiters+1)
 	for i := 0; i < waiters; i++ {
-		go func() { results <- b.wait(never) }()
+		go func() { results <- b.wait(never, nil) }()
 	}
 	<-f.added
 	// Every waiter has taken its token (its debt) before it waits: the
@@ -100,7 +100,7 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 	default:
 	}
 	// The next one is due at 1000.021 s: the next point, 1000.040 s.
-	go func() { results <- b.wait(never) }()
+	go func() { results <- b.wait(never, nil) }()
 	<-f.added
 	if timers = f.started(); len(timers) != 2 || timers[1].d != 37*time.Millisecond {
 		t.Fatalf("the request due after the first point: timers %v, want a second of 37ms", timers)
@@ -125,7 +125,7 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 	// (it holds at most a second's tokens): a burst passes at once.
 	f.advance(2 * time.Second)
 	for i := 0; i < 1000; i++ {
-		if !b.wait(never) {
+		if !b.wait(never, nil) {
 			t.Fatalf("request %d of the refilled burst refused", i)
 		}
 	}
@@ -135,7 +135,7 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 
 	// A connection that closes while it waits stops waiting.
 	done := make(chan struct{})
-	go func() { results <- b.wait(done) }()
+	go func() { results <- b.wait(done, nil) }()
 	<-f.added
 	close(done)
 	if <-results {
@@ -148,15 +148,178 @@ func TestCellRateLetsGoOnAGrid(t *testing.T) {
 	f.mu.Unlock()
 	f.advance(time.Hour) // a new grid point, with a debt still owed
 	for i := 0; i < 1000; i++ {
-		b.wait(never)
+		b.wait(never, nil)
 	}
-	if !b.wait(never) {
+	if !b.wait(never, nil) {
 		t.Fatal("a request over the rate of a stopping server refused")
 	}
 
 	// Without a rate nothing waits.
 	b.setRate(0)
-	if !b.wait(never) {
+	if !b.wait(never, nil) {
 		t.Fatal("a request without a rate refused")
+	}
+}
+
+// TestCellRateGridFollowsTheRate: the release grid holds rateGridBatch
+// requests' worth of the rate, between 20 and 100 ms; at a low rate the
+// requests due within one coarse step share one timer (where a 20 ms grid
+// would have started five), and the rate is kept: a request whose debt
+// runs past the point waits for the next one.
+func TestCellRateGridFollowsTheRate(t *testing.T) {
+	for _, c := range []struct {
+		rate int64
+		want time.Duration
+	}{
+		{1, 100 * time.Millisecond},
+		{60, 100 * time.Millisecond},
+		{80, 100 * time.Millisecond},
+		{100, 80 * time.Millisecond},
+		{200, 40 * time.Millisecond},
+		{400, 20 * time.Millisecond},
+		{1000, 20 * time.Millisecond},
+	} {
+		if got := rateGrid(c.rate); got != c.want {
+			t.Errorf("rateGrid(%d) = %v, want %v", c.rate, got, c.want)
+		}
+	}
+
+	// 1 ms past a point of the 100 ms grid of a rate of 60 a second.
+	start := time.Unix(1000, 0).Add(time.Millisecond)
+	f := newFakeTimers(start)
+	b := &tokenBucket{now: f.clock, after: f.after}
+	b.setRate(60)
+	never := make(chan struct{})
+	for i := 0; i < 60; i++ {
+		if !b.wait(never, nil) {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	// Debts of 1/60 .. 5/60 s: due by 1000.085 s, all at the point
+	// 1000.100 s, on one timer.
+	const waiters = 5
+	results := make(chan bool, waiters+1)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- b.wait(never, nil) }()
+	}
+	<-f.added
+	waitFor(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.mu.tokens <= -waiters
+	})
+	timers := f.started()
+	if len(timers) != 1 || timers[0].d != 99*time.Millisecond {
+		t.Fatalf("timers for %d requests due within one step: %v, want one of 99ms", waiters, timers)
+	}
+	// The sixth owes 100 ms: due at 1000.101 s, past the point, so it
+	// waits for the next one (1000.200 s).
+	go func() { results <- b.wait(never, nil) }()
+	<-f.added
+	if timers = f.started(); len(timers) != 2 || timers[1].d != 199*time.Millisecond {
+		t.Fatalf("the request due after the point: timers %v, want a second of 199ms", timers)
+	}
+	timers[0].fn()
+	for i := 0; i < waiters; i++ {
+		if !<-results {
+			t.Fatalf("waiter %d refused", i)
+		}
+	}
+	select {
+	case ok := <-results:
+		t.Fatalf("the request due at the second point returned (%v) at the first", ok)
+	default:
+	}
+	timers[1].fn()
+	if !<-results {
+		t.Fatal("the request due at the second point refused")
+	}
+}
+
+// TestCellRateSharesAPointBetweenConnections: two connections let go at
+// one point come back with their next requests at once; the tokens the
+// bucket refilled while they waited are shared between them (each takes
+// at most its share at once, then waits for the next point without a
+// token), not all taken by the first to come back.
+func TestCellRateSharesAPointBetweenConnections(t *testing.T) {
+	start := time.Unix(1000, 0).Add(time.Millisecond)
+	f := newFakeTimers(start)
+	b := &tokenBucket{now: f.clock, after: f.after}
+	b.setRate(60) // a 100 ms grid
+	never := make(chan struct{})
+	for i := 0; i < 60; i++ {
+		b.wait(never, nil)
+	}
+	var ta, tb rateTurn
+	results := make(chan bool, 4)
+	go func() { results <- b.wait(never, &ta) }()
+	<-f.added
+	go func() { results <- b.wait(never, &tb) }()
+	waitFor(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.mu.tokens <= -2
+	})
+	f.advance(99 * time.Millisecond) // the point, 1000.100 s
+	f.started()[0].fn()
+	for i := 0; i < 2; i++ {
+		if !<-results {
+			t.Fatal("a connection's request refused at the point")
+		}
+	}
+	// 1000.100 s: -2 + 5.94 tokens refilled, 2 connections let go: a
+	// share of 2 each.
+	if ta.epoch != tb.epoch || ta.epoch != time.Unix(1000, 0).Add(100*time.Millisecond).UnixNano() {
+		t.Fatalf("turns after the point: %+v %+v", ta, tb)
+	}
+	for i := 0; i < 2; i++ {
+		if !b.wait(never, &ta) {
+			t.Fatalf("connection a's request %d within its share refused", i)
+		}
+	}
+	if n := len(f.started()); n != 1 {
+		t.Fatalf("connection a's share started %d timers, want none more than the 1", n)
+	}
+	// a's third is past its share: it waits for the next point, with
+	// tokens still in the bucket.
+	go func() { results <- b.wait(never, &ta) }()
+	select {
+	case <-f.added:
+	case ok := <-results:
+		t.Fatalf("connection a's request past its share returned (%v) at once", ok)
+	}
+	if timers := f.started(); len(timers) != 2 || timers[1].d != 100*time.Millisecond {
+		t.Fatalf("connection a past its share: timers %v, want a second of 100ms", timers)
+	}
+	// b's first goes at once: the tokens a left.
+	done := make(chan bool, 1)
+	go func() { done <- b.wait(never, &tb) }()
+	select {
+	case ok := <-done:
+		if !ok {
+			t.Fatal("connection b's request refused")
+		}
+	case ok := <-results:
+		t.Fatalf("connection a's request past its share returned (%v) before the next point", ok)
+	case <-time.After(10 * time.Second):
+		t.Fatal("connection b's first request waited: connection a took the point's tokens")
+	}
+	// b's second owes part of a token: the next point too, on a's timer.
+	go func() { results <- b.wait(never, &tb) }()
+	waitFor(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		p := b.mu.release[time.Unix(1000, 0).Add(200*time.Millisecond).UnixNano()]
+		return p != nil && p.n == 2
+	})
+	if n := len(f.started()); n != 2 {
+		t.Fatalf("%d timers, want b's second on a's", n)
+	}
+	f.advance(100 * time.Millisecond)
+	f.started()[1].fn()
+	for i := 0; i < 2; i++ {
+		if !<-results {
+			t.Fatal("a request refused at the next point")
+		}
 	}
 }

@@ -53,6 +53,9 @@ type conn struct {
 	raw  syscall.RawConn // nc's socket when it is TCP (not TLS), for reply
 	in   frameReader     // over nc; the reader goroutine's
 	ip   string
+	// rateTurn is this connection's part in its cell's request rate
+	// (celllimits.go); the reader goroutine's.
+	rateTurn rateTurn
 	// wv is tryWrite's state, the outbox writer's (whoever holds
 	// out.flushing).
 	wv rawWriter
@@ -516,7 +519,7 @@ func (c *conn) createSession(timeout int32) (int64, error) {
 		var code jute.ErrCode
 		var retried bool
 		if c.batched() {
-			res, r, err := c.cell.sessions.submit(raftsm.SessionOp{Session: id, Timeout: timeout, Owner: c.owner}, c.done)
+			res, r, err := c.cell.sessions.submit(raftsm.SessionOp{Session: id, Timeout: timeout, Owner: c.owner}, c.done, c.channelGone())
 			if err != nil {
 				return 0, err
 			}
@@ -553,7 +556,7 @@ func (c *conn) reattach(id int64, passwd []byte) (bool, error) {
 		return false, nil
 	}
 	if c.batched() {
-		res, _, err := c.cell.sessions.submit(raftsm.SessionOp{Attach: true, Session: id, Owner: c.owner}, c.done)
+		res, _, err := c.cell.sessions.submit(raftsm.SessionOp{Attach: true, Session: id, Owner: c.owner}, c.done, c.channelGone())
 		if err != nil {
 			return false, err
 		}
@@ -631,7 +634,7 @@ func (c *conn) readLoop() error {
 			// waits for a token; pings never do, so sessions live on. The
 			// replies held for a burst go out before it waits.
 			release()
-			if !c.cell.rate.wait(c.done) {
+			if !c.cell.rate.wait(c.done, &c.rateTurn) {
 				return net.ErrClosed
 			}
 		}

@@ -267,7 +267,7 @@ func (s *cellView) Figures() operator.Figures {
 	f.TLSHandshakes, f.TLSHandshakeFailed = c.tlsHandshakes.Load(), c.tlsHandshakeFailed.Load()
 	f.Throttled, f.StalledClosed, f.BytesReceived = c.throttled.Load(), c.stalledClosed.Load(), cc.bytesReceived.Load()
 	sb := s.cell.sessions
-	f.SessionBatches, f.SessionBatchOps, f.SessionBatchLargest = sb.batches.Load(), sb.ops.Load(), sb.largest.Load()
+	f.SessionBatches, f.SessionBatchOps, f.SessionBatchLargest, f.SessionBatchDropped = sb.batches.Load(), sb.ops.Load(), sb.largest.Load(), sb.dropped.Load()
 	return f
 }
 

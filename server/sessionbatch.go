@@ -40,6 +40,9 @@ type sessionBatcher struct {
 	// zkraft_session_batches_total, zkraft_session_batch_ops_total,
 	// zkraft_session_batch_largest).
 	batches, ops, largest atomic.Int64
+	// dropped counts the queued handshakes whose connection ended
+	// before their batch was proposed (never proposed).
+	dropped atomic.Int64
 
 	// hold, when set (tests), is waited on by every proposer before it
 	// takes its first batch.
@@ -63,7 +66,10 @@ const sessionProposers = 16
 // sessionWait is one queued handshake's op and, once done is closed, its
 // outcome.
 type sessionWait struct {
-	op      raftsm.SessionOp
+	op raftsm.SessionOp
+	// gone is the handshake's connection's end: closed before the op is
+	// taken into a batch, the op is dropped, never proposed.
+	gone    <-chan struct{}
 	done    chan struct{}
 	res     raftsm.SessionResult
 	retried bool
@@ -77,8 +83,11 @@ func newSessionBatcher(cl *cell) *sessionBatcher { return &sessionBatcher{cell: 
 // was proposed more than once (a create's NODEEXISTS may then be its own
 // earlier attempt's). done closing gives up with net.ErrClosed (the op
 // may still be applied, as a proposal given up may).
-func (b *sessionBatcher) submit(op raftsm.SessionOp, done <-chan struct{}) (raftsm.SessionResult, bool, error) {
-	w := &sessionWait{op: op, done: make(chan struct{})}
+//
+// gone is the channel's end (vconn.gone, closed when the proxy closes
+// it): an op still queued when it closes is dropped, never proposed.
+func (b *sessionBatcher) submit(op raftsm.SessionOp, done, gone <-chan struct{}) (raftsm.SessionResult, bool, error) {
+	w := &sessionWait{op: op, gone: gone, done: make(chan struct{})}
 	b.mu.Lock()
 	b.mu.queue = append(b.mu.queue, w)
 	start := b.mu.proposers < sessionProposers
@@ -104,6 +113,8 @@ func (b *sessionBatcher) submit(op raftsm.SessionOp, done <-chan struct{}) (raft
 		return w.res, w.retried, w.err
 	case <-done:
 		return raftsm.SessionResult{}, false, net.ErrClosed
+	case <-gone:
+		return raftsm.SessionResult{}, false, net.ErrClosed
 	}
 }
 
@@ -125,8 +136,30 @@ func (b *sessionBatcher) propose() {
 		batch := b.mu.queue[:n:n]
 		b.mu.queue = b.mu.queue[n:]
 		b.mu.Unlock()
-		b.run(batch)
+		if batch = b.live(batch); len(batch) > 0 {
+			b.run(batch)
+		}
 	}
+}
+
+// live drops from batch the ops whose connection ended while they queued
+// (their handshake gave up: submit returned net.ErrClosed) and returns
+// the others. An attach proposed for a channel that is gone would move
+// the session to nobody and close the connection that holds it now: in a
+// reconnect storm, clients that gave up on a slow address and reconnected
+// elsewhere lost that new connection to their own abandoned attach.
+func (b *sessionBatcher) live(batch []*sessionWait) []*sessionWait {
+	kept := batch[:0]
+	for _, w := range batch {
+		if w.gone != nil && isClosed(w.gone) {
+			b.dropped.Add(1)
+			w.err = net.ErrClosed
+			close(w.done)
+			continue
+		}
+		kept = append(kept, w)
+	}
+	return kept
 }
 
 // run proposes one batch and hands each op its result. A batch of one is
@@ -180,6 +213,14 @@ func (b *sessionBatcher) run(batch []*sessionWait) {
 
 // errBatchReply: a KindSessions reply without one result per op.
 var errBatchReply = errors.New("server: a sessions batch's reply does not match its ops")
+
+// channelGone is the end of c's channel (vconn.gone); nil for a socket.
+func (c *conn) channelGone() <-chan struct{} {
+	if v, ok := c.nc.(*vconn); ok {
+		return v.gone
+	}
+	return nil
+}
 
 // batched is whether c's handshakes go through the cell's batcher: a
 // proxy's channel.

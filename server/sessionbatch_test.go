@@ -233,3 +233,85 @@ func TestSingleHandshakes(t *testing.T) {
 		t.Errorf("%d handshakes went through the batcher", n)
 	}
 }
+
+// TestAbandonedHandshakeNotProposed: a session's reconnect queued in the
+// batcher behind a later one whose channel closes before the batch is
+// proposed (its client gave up on it) is dropped, never proposed: the
+// session stays with the channel that holds it, which can still write.
+// Proposed, the abandoned attach would have moved the session to a
+// channel nobody reads (the live one's writes then SESSIONMOVED).
+func TestAbandonedHandshakeNotProposed(t *testing.T) {
+	s := startStandalone(t, func(c *Config) { c.ProxyAddr = "127.0.0.1:0" })
+	u := dialUpstreamV2(t, s)
+	u.channelConnect(1, &jute.ConnectRequest{TimeOut: 30000, Passwd: make([]byte, 16)})
+	id := u.handshakes(map[int64]bool{1: true})[1].SessionID
+	if id == 0 {
+		t.Fatal("no session")
+	}
+	b := s.cell.sessions
+	ops0, dropped0 := b.ops.Load(), b.dropped.Load()
+	b.hold = make(chan struct{})
+	reconnect := &jute.ConnectRequest{TimeOut: 30000, SessionID: id, Passwd: session.Password(id), LastZxidSeen: s.cell.zxid.Load()}
+	u.channelConnect(2, reconnect) // the connection its client keeps
+	waitQueued(t, b, 1)
+	u.channelConnect(3, reconnect) // an attempt its client abandons
+	waitQueued(t, b, 2)
+	u.write(wire.AppendFrame(nil, wire.KindClose, 3))
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b.mu.Lock()
+		gone := isClosed(b.mu.queue[1].gone)
+		b.mu.Unlock()
+		if gone {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the abandoned channel's connection did not end")
+		}
+	}
+	close(b.hold)
+	if r := u.handshakes(map[int64]bool{2: true})[2]; r.SessionID != id {
+		t.Fatalf("session %#x on channel 2: %+v", id, r)
+	}
+	if got := b.ops.Load() - ops0; got != 1 {
+		t.Errorf("%d attaches proposed, want 1 (the abandoned one dropped)", got)
+	}
+	if got := b.dropped.Load() - dropped0; got != 1 {
+		t.Errorf("%d handshakes dropped, want 1", got)
+	}
+	// The session is channel 2's: its write succeeds.
+	u.write(wire.AppendFrame(nil, wire.KindData, 2, jute.AppendFrame(nil, &jute.RequestHeader{Xid: 7, Type: jute.OpCreate},
+		&jute.CreateRequest{Path: "/kept", ACL: openACLs(), Flags: jute.FlagEphemeral})[4:]))
+	u.nc.SetDeadline(time.Now().Add(30 * time.Second))
+	for {
+		k, ch, p := u.read()
+		if k != wire.KindData || ch != 2 {
+			continue
+		}
+		h := new(jute.ReplyHeader)
+		if err := jute.Unmarshal(p, h); err != nil {
+			t.Fatal(err)
+		}
+		if h.Xid != 7 {
+			continue
+		}
+		if h.Err != jute.ErrOK {
+			t.Fatalf("create on the kept channel: %v", h.Err)
+		}
+		break
+	}
+}
+
+func waitQueued(t *testing.T, b *sessionBatcher, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		b.mu.Lock()
+		got := len(b.mu.queue)
+		b.mu.Unlock()
+		if got == n {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d of %d handshakes queued", got, n)
+		}
+	}
+}

@@ -423,6 +423,13 @@ type vconn struct {
 	// next frame, or the channel's close, starts it again (wakeLocked).
 	parked *conn
 
+	// gone is closed when the channel ends, from either side (remoteClose,
+	// Close): a handshake queued in the session batcher for a channel
+	// that is gone is never proposed (sessionbatch.go). The conn's own
+	// done closes only once its handshake returns.
+	gone     chan struct{}
+	goneOnce sync.Once
+
 	// wmu guards part: the tail of a frame written in pieces.
 	wmu  sync.Mutex
 	part []byte
@@ -431,7 +438,7 @@ type vconn struct {
 var _ net.Conn = (*vconn)(nil)
 
 func newVconn(u *upstream, ch int64, clientAddr string) *vconn {
-	v := &vconn{up: u, ch: ch, remote: u.nc.RemoteAddr()}
+	v := &vconn{up: u, ch: ch, remote: u.nc.RemoteAddr(), gone: make(chan struct{})}
 	// An address, never a name to look up: a lookup would hold the
 	// connection's reader.
 	if ap, err := netip.ParseAddrPort(clientAddr); err == nil {
@@ -507,6 +514,7 @@ func (v *vconn) resume(c *conn) {
 // remoteClose ends the channel from the proxy's side: reads say EOF once
 // drained, and no Close frame goes back.
 func (v *vconn) remoteClose() {
+	v.goneOnce.Do(func() { close(v.gone) })
 	v.mu.Lock()
 	v.eof = true
 	v.closed = true
@@ -582,6 +590,7 @@ func (v *vconn) Write(b []byte) (int, error) {
 
 // Close ends the channel from the member's side and tells the proxy.
 func (v *vconn) Close() error {
+	v.goneOnce.Do(func() { close(v.gone) })
 	v.mu.Lock()
 	was := v.closed
 	v.closed = true

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	_ "net/http/pprof"
@@ -18,6 +19,7 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+	"unsafe"
 
 	xproc "github.com/zkraft/zkraft/internal/proc"
 	"github.com/zkraft/zkraft/jute"
@@ -49,10 +51,17 @@ import (
 
 // loadSession is one session of a load process.
 type loadSession struct {
-	l    *loadProc
-	wmu  sync.Mutex // serializes writes to nc; guards nc's replacement
-	nc   net.Conn
-	at   int // index of the address it is connected to
+	l   *loadProc
+	wmu sync.Mutex // serializes writes to nc; guards nc's replacement
+	nc  net.Conn
+	// order is the session's own list of address indexes, as a client's
+	// connect string: its first address (the one the sessions are
+	// spread over), then the others shuffled (reconnect); at is the
+	// position in it of the address it is connected to.
+	order []int
+	at    int
+	// eph: the session created an ephemeral.
+	eph  bool
 	resp *jute.ConnectResponse
 	// lastZxid is the highest zxid the session has seen (run only): a
 	// reconnect carries it, and so does a setWatches.
@@ -78,11 +87,20 @@ func (s *loadSession) watchDone() {
 }
 
 type loadProc struct {
-	addrs    []string
-	timeout  time.Duration
-	lost     atomic.Int64
-	expired  atomic.Int64 // of lost: told expired by a server
-	moved    atomic.Int64
+	addrs   []string
+	timeout time.Duration
+	lost    atomic.Int64
+	expired atomic.Int64 // of lost: told expired by a server
+	lostEph atomic.Int64 // of lost: sessions that had created an ephemeral
+	moved   atomic.Int64
+	// starved counts the times a session found its ping's answer
+	// waiting in its socket after its deadline (the load process, not
+	// the proxy, was late: the clients share the proxies' machine).
+	starved atomic.Int64
+	// resumes are how long each reconnect took, from the connection's
+	// failure to the session's handshake answered elsewhere (ms).
+	resumeMu sync.Mutex
+	resumes  []int64
 	stopped  atomic.Bool
 	watchAck sync.WaitGroup
 	// watchSlots bounds the watches in flight (-watches); set, like path,
@@ -90,6 +108,8 @@ type loadProc struct {
 	watchSlots chan struct{}
 	watches    int
 	path       string // the watch command's path, set before any wantWatch
+	// naive: -naive-reconnect (reconnect).
+	naive bool
 
 	mu       sync.Mutex
 	sessions []*loadSession
@@ -102,7 +122,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 	if a := os.Getenv("PROXYSCALE_LOAD_PPROF"); a != "" {
 		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
 	}
-	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1)}
+	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1), naive: os.Getenv("PROXYSCALE_NAIVE") != ""}
 	var wg sync.WaitGroup
 	var ready sync.WaitGroup
 	var failed, created atomic.Int64
@@ -113,13 +133,15 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			at := i % len(addrs)
-			nc, resp, err := handshake(addrs[at], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)})
+			order := sessionOrder(i%len(addrs), len(addrs), l.naive)
+			nc, resp, err := handshake(addrs[order[0]], &jute.ConnectRequest{TimeOut: int32(timeout / time.Millisecond), Passwd: make([]byte, 16)}, 30*time.Second)
+			eph := false
 			if err == nil && i < ephemerals {
 				if err = createEphemeral(nc, resp.SessionID); err != nil {
 					nc.Close()
 				} else {
 					created.Add(1)
+					eph = true
 				}
 			}
 			<-sem
@@ -129,7 +151,7 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 				ready.Done()
 				return
 			}
-			s := &loadSession{l: l, nc: nc, at: at, resp: resp}
+			s := &loadSession{l: l, nc: nc, order: order, eph: eph, resp: resp}
 			l.mu.Lock()
 			l.sessions = append(l.sessions, s)
 			l.mu.Unlock()
@@ -149,7 +171,15 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 			at, _ := strconv.ParseInt(f[1], 10, 64)
 			l.report(at)
 		case len(f) == 1 && f[0] == "count":
-			fmt.Printf("lost %d moved %d expired %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load())
+			l.printCount()
+		case len(f) == 1 && f[0] == "resumes":
+			l.resumeMu.Lock()
+			ms := make([]string, len(l.resumes))
+			for i, v := range l.resumes {
+				ms[i] = strconv.FormatInt(v, 10)
+			}
+			l.resumeMu.Unlock()
+			fmt.Printf("resumes %s\n", strings.Join(ms, " "))
 		}
 	}
 	l.stopped.Store(true)
@@ -161,7 +191,34 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 	}
 	l.mu.Unlock()
 	wg.Wait()
-	fmt.Printf("lost %d moved %d expired %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load())
+	l.printCount()
+}
+
+// printCount answers count.
+func (l *loadProc) printCount() {
+	fmt.Printf("lost %d moved %d expired %d eph %d starved %d\n", l.lost.Load(), l.moved.Load(), l.expired.Load(), l.lostEph.Load(), l.starved.Load())
+}
+
+// sessionOrder is a session's list of address indexes: first, then the
+// other n-1 shuffled, as ZooKeeper's clients shuffle their connect
+// string (the Java client's StaticHostProvider, go-zookeeper's
+// DNSHostProvider); the first is fixed so that the sessions spread
+// evenly over the addresses. naive: the others in order after it
+// (-naive-reconnect).
+func sessionOrder(first, n int, naive bool) []int {
+	order := []int{first}
+	if naive {
+		for k := 1; k < n; k++ {
+			order = append(order, (first+k)%n)
+		}
+		return order
+	}
+	for _, k := range rand.Perm(n) {
+		if k != first {
+			order = append(order, k)
+		}
+	}
+	return order
 }
 
 // createEphemeral creates the session's ephemeral, ephemeralDir/<id>, on
@@ -326,6 +383,17 @@ func (s *loadSession) run() {
 		}
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			if !pingSent.IsZero() && time.Since(pingSent) > to/2 {
+				if unread(rc) > 0 {
+					// The answer came and this reader woke late: the
+					// process's own starvation, not the server's
+					// silence (a client on its own machine would have
+					// read it in time). Read it.
+					// The next read's deadline must be ahead, or Go
+					// refuses the read before it looks (a loop).
+					s.l.starved.Add(1)
+					nextPing = time.Now().Add(to / 3)
+					continue
+				}
 				err = errors.New("ping unanswered")
 			} else {
 				s.wmu.Lock()
@@ -344,7 +412,7 @@ func (s *loadSession) run() {
 			err = errors.New("short reply")
 		}
 		if err != nil {
-			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.at], err)
+			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.order[s.at]], err)
 			if !s.reconnect(to) {
 				s.gone.Store(true)
 				if s.wantWatch.Load() {
@@ -375,40 +443,85 @@ func (s *loadSession) run() {
 	}
 }
 
-// reconnect tries the other addresses in turn within the session's
-// timeout; false if the session is lost (expired, or nothing took it) or
-// the load process stops.
+// reconnect tries the session's other addresses in its own order
+// within its timeout, as ZooKeeper's clients do: the Java client
+// (ClientCnxn.SendThread.startConnect) sleeps a random time of up to 1 s
+// before every connect that is not its first, gives each address a
+// connect timeout of the session timeout over the number of addresses,
+// and both it (StaticHostProvider's spin delay) and go-zookeeper
+// (Conn.connect) wait 1 s more once they have tried every address. False
+// if the session is lost (expired, or nothing took it) or the load
+// process stops.
 func (s *loadSession) reconnect(to time.Duration) bool {
 	addrs := s.l.addrs
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
 	s.nc.Close()
-	deadline := time.Now().Add(to)
+	failed := time.Now()
+	deadline := failed.Add(to)
+	perAddr := to / time.Duration(len(addrs))
+	if s.l.naive {
+		perAddr = 30 * time.Second
+	}
 	for try := 1; time.Now().Before(deadline); try++ {
+		switch {
+		case s.l.naive && try > 1:
+			time.Sleep(100 * time.Millisecond)
+		case s.l.naive:
+		case try > 1 && (try-1)%len(addrs) == 0:
+			time.Sleep(time.Second + rand.N(time.Second)) // a whole round of addresses failed
+		default:
+			time.Sleep(rand.N(time.Second))
+		}
 		if s.l.stopped.Load() {
 			return false
 		}
-		at := (s.at + try) % len(addrs)
-		c, r, err := handshake(addrs[at], &jute.ConnectRequest{LastZxidSeen: s.lastZxid, TimeOut: s.resp.TimeOut, SessionID: s.resp.SessionID, Passwd: s.resp.Passwd})
+		at := (s.at + try) % len(s.order)
+		c, r, err := handshake(addrs[s.order[at]], &jute.ConnectRequest{LastZxidSeen: s.lastZxid, TimeOut: s.resp.TimeOut, SessionID: s.resp.SessionID, Passwd: s.resp.Passwd}, min(perAddr, time.Until(deadline)))
 		switch {
 		case err == nil && r.SessionID == s.resp.SessionID:
 			s.nc, s.at = c, at
 			s.l.moved.Add(1)
+			s.l.resumeMu.Lock()
+			s.l.resumes = append(s.l.resumes, time.Since(failed).Milliseconds())
+			s.l.resumeMu.Unlock()
 			s.rewatch()
 			return true
 		case err == nil:
 			c.Close()
 			fmt.Fprintf(os.Stderr, "session %#x expired\n", s.resp.SessionID)
-			s.l.lost.Add(1)
+			s.lose()
 			s.l.expired.Add(1)
 			return false
-		default:
-			time.Sleep(100 * time.Millisecond)
 		}
 	}
 	fmt.Fprintf(os.Stderr, "session %#x: no address took it back within %v\n", s.resp.SessionID, to)
-	s.l.lost.Add(1)
+	s.lose()
 	return false
+}
+
+// lose counts the session lost.
+func (s *loadSession) lose() {
+	s.l.lost.Add(1)
+	if s.eph {
+		s.l.lostEph.Add(1)
+	}
+}
+
+// unread is how many bytes wait unread in rc's socket (SIOCINQ), 0 when
+// it cannot tell.
+func unread(rc syscall.RawConn) int {
+	if rc == nil {
+		return 0
+	}
+	n := 0
+	rc.Control(func(fd uintptr) {
+		var v int32
+		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); e == 0 {
+			n = int(v)
+		}
+	})
+	return n
 }
 
 // readDeadline sets nc's read deadline, but not again to the one it has:
@@ -592,6 +705,38 @@ func (l *loader) counts() (lost, moved, expired int) {
 	}
 	fmt.Sscanf(t, "lost %d moved %d expired %d", &lost, &moved, &expired)
 	return lost, moved, expired
+}
+
+// loadCount is a load process's count answer.
+type loadCount struct{ lost, moved, expired, eph, starved int }
+
+// countAll is counts with the ephemeral owners among the lost and the
+// pings the load process itself read late.
+func (l *loader) countAll() loadCount {
+	var c loadCount
+	l.send("count")
+	t, err := l.line("lost ", 30*time.Second)
+	if err != nil {
+		return loadCount{-1, -1, -1, -1, -1}
+	}
+	fmt.Sscanf(t, "lost %d moved %d expired %d eph %d starved %d", &c.lost, &c.moved, &c.expired, &c.eph, &c.starved)
+	return c
+}
+
+// resumes is how long each of the load process's reconnects took, in
+// order (ms).
+func (l *loader) resumes() []int64 {
+	l.send("resumes")
+	t, err := l.line("resumes", 30*time.Second)
+	if err != nil {
+		return nil
+	}
+	var out []int64
+	for _, f := range strings.Fields(t)[1:] {
+		v, _ := strconv.ParseInt(f, 10, 64)
+		out = append(out, v)
+	}
+	return out
 }
 
 // finish ends the load process and returns the sessions it lost and the

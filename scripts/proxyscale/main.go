@@ -36,6 +36,7 @@ import (
 	"io"
 	"log"
 	"net"
+	"os"
 	"strings"
 	"time"
 
@@ -66,7 +67,12 @@ func main() {
 	ephemerals := flag.Int("ephemerals", 1000, "sessions per load process in the scale phase that each create an ephemeral (counted after the kills)")
 	watches := flag.Int("watches", 64, "getData watches in flight per load process in the watch phase (each goes up to the cell)")
 	watchOnly := flag.Bool("watch-only", false, "skip the CPU windows (phase 1) and the kills (phase 3): open the sessions, hold them, measure the watch")
+	killOnly := flag.Bool("kill-only", false, "skip the CPU windows (phase 1) and the watch: open the sessions, hold them, kill a proxy (and with -kill-member a member)")
+	naive := flag.Bool("naive-reconnect", false, "load sessions reconnect as this script's did before 2026-12-02 (not as ZooKeeper's clients): the next address in one fixed order, at once, a 30 s handshake deadline, 100 ms after a failure; to show what a burst onto one proxy does")
 	flag.Parse()
+	if *naive {
+		os.Setenv("PROXYSCALE_NAIVE", "1") // the load processes inherit it
+	}
 	if *load {
 		runLoad(strings.Split(*addrs, ","), *sessions, *timeout, *handshakes, *ephemerals, *watches)
 		return
@@ -78,7 +84,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -92,6 +98,7 @@ type cfg struct {
 	idle, hold, timeout                             time.Duration
 	bin                                             string
 	proxiedFirst, zk, killMember, single, watchOnly bool
+	killOnly                                        bool
 }
 
 // proc is a child process (internal/proc).
@@ -102,14 +109,14 @@ func fourLetter(addr, word string) string {
 	return s
 }
 
-// handshake connects and sends req; the response, whose session id 0
-// means expired.
-func handshake(addr string, req *jute.ConnectRequest) (net.Conn, *jute.ConnectResponse, error) {
-	nc, err := net.DialTimeout("tcp", addr, 5*time.Second)
+// handshake connects and sends req, within d; the response, whose
+// session id 0 means expired.
+func handshake(addr string, req *jute.ConnectRequest, d time.Duration) (net.Conn, *jute.ConnectResponse, error) {
+	nc, err := net.DialTimeout("tcp", addr, min(d, 5*time.Second))
 	if err != nil {
 		return nil, nil, err
 	}
-	nc.SetDeadline(time.Now().Add(30 * time.Second))
+	nc.SetDeadline(time.Now().Add(d))
 	if _, err := nc.Write(jute.AppendFrame(nil, req)); err != nil {
 		nc.Close()
 		return nil, nil, err

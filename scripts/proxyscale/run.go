@@ -80,7 +80,7 @@ func (c *cfg) run() error {
 	}
 	fmt.Printf("proxyscale: 3 members, %d proxies, %d load processes; %d sessions in the CPU windows, %d in the scale phase (timeout %v); load average %s\n",
 		c.proxies, c.loaders, c.cpuSessions, c.sessions, c.timeout, xproc.LoadAvg())
-	if c.watchOnly {
+	if c.watchOnly || c.killOnly {
 		if err := r.startProxies(); err != nil {
 			return err
 		}
@@ -183,7 +183,11 @@ func (r *run) startEnsemble() error {
 			os.Setenv("ZKRAFT_PPROF_ADDR", a)
 			fmt.Printf("proxyscale: member %d's profiles on http://%s/debug/pprof/\n", i+1, a)
 		}
-		args := []string{r.bin, "serve", "--config", cfgPath, "--log-level", "warn", "--proxy-port", strconv.Itoa(p.proxy)}
+		level := "warn"
+		if l := os.Getenv("PROXYSCALE_MEMBER_LOG"); l != "" {
+			level = l // info: every session's handshake and expiry
+		}
+		args := []string{r.bin, "serve", "--config", cfgPath, "--log-level", level, "--proxy-port", strconv.Itoa(p.proxy)}
 		if r.single {
 			args = append(args, "--single-handshakes")
 		}
@@ -399,7 +403,23 @@ func (r *run) scale(groups ...group) error {
 	fmt.Printf("  %-9s over the hold (idle sessions: pings, keep-alives) the proxies used %.2f cores, the load processes %.2f\n", "scale",
 		float64(px1-px0)/100/time.Since(t0).Seconds(), float64(ld1-ld0)/100/time.Since(t0).Seconds())
 
-	// Every session watches one znode; one write.
+	if !r.killOnly {
+		if err := r.watchPhase(w, ls, groups); err != nil {
+			return err
+		}
+	}
+	if r.watchOnly {
+		lost, moved := finishAll(ls)
+		ls = nil
+		fmt.Printf("  %-9s sessions lost over the scale phase %d, reconnected elsewhere %d\n", "watch", lost, moved)
+		return nil
+	}
+	return r.kills(w, ls)
+}
+
+// watchPhase has every session set a watch on one znode, writes it, and
+// counts the notifications.
+func (r *run) watchPhase(w *zk.Conn, ls []*loader, groups []group) error {
 	watching := 0
 	watchFrom := time.Now()
 	for _, l := range ls {
@@ -420,7 +440,7 @@ func (r *run) scale(groups ...group) error {
 	stopSampling, samples := r.sampleCPU(groups, ls)
 	time.Sleep(time.Second)
 	sent := time.Now()
-	_, err = w.Set(watchPath, []byte("1"), -1)
+	_, err := w.Set(watchPath, []byte("1"), -1)
 	for try := 1; err != nil && try < 3 && (errors.Is(err, zk.ErrNoServer) || errors.Is(err, zk.ErrConnectionClosed)); try++ {
 		// Setting the same data again is harmless; the notification
 		// comes for the one that commits first, so its latency is
@@ -483,24 +503,40 @@ func (r *run) scale(groups ...group) error {
 			ms(acked.Sub(sent)+q(1)), samples.per(sent, acked.Add(q(1)), notified))
 	}
 	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
-	if r.watchOnly {
-		lost, moved := finishAll(ls)
-		ls = nil
-		fmt.Printf("  %-9s sessions lost over the scale phase %d, reconnected elsewhere %d\n", "watch", lost, moved)
-		return nil
-	}
+	return nil
+}
 
+// kills kills proxy 0 (and with -kill-member a follower) and counts the
+// sessions lost, the reconnects and the ephemerals.
+func (r *run) kills(w *zk.Conn, ls []*loader) error {
 	// Kill one proxy: its sessions must resume on the others.
 	lostK, movedK := 0, 0
 	for _, l := range ls {
 		a, b := l.count()
 		lostK, movedK = lostK+a, movedK+b
 	}
+	resumed0 := make([]int, len(ls))
+	for i, l := range ls {
+		resumed0[i] = len(l.resumes())
+	}
 	killed := time.Now()
 	r.pxs[0].Cmd.Process.Kill()
 	r.pxs[0].Cmd.Wait()
-	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)\n", "kill", r.sessions/r.proxies)
+	fmt.Printf("  %-9s killed proxy 0 (about %d sessions)   load average %s\n", "kill", r.sessions/r.proxies, xproc.LoadAvg())
 	r.watchMoves("kill", ls, killed, lostK, movedK)
+	var took []int64
+	for i, l := range ls {
+		took = append(took, l.resumes()[resumed0[i]:]...)
+	}
+	slices.Sort(took)
+	if len(took) > 0 {
+		q := func(p float64) time.Duration {
+			return time.Duration(took[min(len(took)-1, int(p*float64(len(took))))]) * time.Millisecond
+		}
+		fmt.Printf("  %-9s each reconnect since the kill, from its connection's failure to its session answered elsewhere (%d): p50 %v p90 %v p99 %v max %v\n",
+			"kill", len(took), q(0.5), q(0.9), q(0.99), q(1))
+	}
+	fmt.Printf("  %-9s proxies' upstream: %s\n", "kill", r.upstreamFigures())
 	if r.killMember {
 		// Kill the follower most proxies use: their sessions must be
 		// reattached on the other members within their timeout.
@@ -529,13 +565,15 @@ func (r *run) scale(groups ...group) error {
 		r.watchMoves("member", ls, killedAt, lost0, moved0)
 		fmt.Printf("  %-9s proxies' upstream: %s\n", "member", r.upstreamFigures())
 	}
-	lostE, expiredE := 0, 0
+	var lostE, expiredE, ephLost, starved int
 	for _, l := range ls {
-		a, _, e := l.counts()
-		lostE, expiredE = lostE+a, expiredE+e
+		c := l.countAll()
+		lostE, expiredE, ephLost, starved = lostE+c.lost, expiredE+c.expired, ephLost+c.eph, starved+c.starved
 	}
-	if kids, _, err := w.Children(ephemeralDir); err == nil {
-		fmt.Printf("  %-9s ephemerals after the kill: %d of the %d created are there (sessions lost over the phase: %d, %d told expired)\n", "kill", len(kids), r.ephCreated, lostE, expiredE)
+	kids, err := r.ephemerals(w)
+	if err == nil {
+		fmt.Printf("  %-9s ephemerals after the kill: %d of the %d created are there; %d of their sessions were lost, so %d missing unexplained (sessions lost over the phase: %d, %d told expired; pings answered late by the load processes' own starvation: %d)   load average %s\n",
+			"kill", kids, r.ephCreated, ephLost, r.ephCreated-kids-ephLost, lostE, expiredE, starved, xproc.LoadAvg())
 	} else {
 		fmt.Printf("  %-9s ephemerals not counted: %v\n", "kill", err)
 	}
@@ -548,6 +586,36 @@ func (r *run) scale(groups ...group) error {
 		}
 	}
 	return nil
+}
+
+// ephemerals counts the load sessions' ephemerals, with w, or, when w's
+// connection is lost (its own session may be moving: a storm), with a
+// new session on the members, at most three times.
+func (r *run) ephemerals(w *zk.Conn) (int, error) {
+	kids, _, err := w.Children(ephemeralDir)
+	if err == nil {
+		return len(kids), nil
+	}
+	var addrs []string
+	for _, m := range r.members {
+		if m.Cmd.ProcessState == nil {
+			addrs = append(addrs, m.client)
+		}
+	}
+	for try := 0; try < 3; try++ {
+		fmt.Printf("  %-9s counting the ephemerals: %v: with a new session\n", "kill", err)
+		c, cerr := launch.Session(context.Background(), addrs, 30*time.Second, 30*time.Second)
+		if cerr != nil {
+			err = cerr
+			continue
+		}
+		kids, _, err = c.Children(ephemeralDir)
+		c.Close()
+		if err == nil {
+			return len(kids), nil
+		}
+	}
+	return 0, err
 }
 
 // upstreamMember is the member a proxy's upstream connection is to, ""
@@ -601,7 +669,8 @@ func (r *run) zooKeeper() error {
 // (docs/proxy.md, Liveness), and the sessions kept across upstream
 // losses.
 func (r *run) upstreamFigures() string {
-	keys := []string{"connects", "member_silent", "member_slow", "reader_starved", "keepalive_unwritten", "sessions_detached", "sessions_reattached", "sessions_not_reattached", "sessions_detached_expired"}
+	keys := []string{"connects", "member_silent", "member_slow", "reader_starved", "keepalive_unwritten", "sessions_detached", "sessions_reattached", "sessions_not_reattached", "sessions_detached_expired",
+		"handshakes_queued", "handshakes_refused_busy", "handshakes_refused_after_wait", "handshakes_client_gone"}
 	sum := map[string]float64{}
 	lateMax, answered := 0.0, 0
 	hc := http.Client{Timeout: 10 * time.Second}

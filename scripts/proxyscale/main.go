@@ -20,6 +20,11 @@
 //     session the same way (the same load processes, -cpu-sessions
 //     sessions on a standalone server).
 //
+// Load process i dials from 127.0.0.(2+i) (dialFrom), as clients on
+// several hosts would: from one address, 100,000 connections crowd its
+// ephemeral ports and each connect costs milliseconds of kernel CPU
+// (-one-source shows it).
+//
 // It asserts nothing; it prints figures and the load average. Bounded: a
 // load process and a proxy each hold under 15,000 sessions (the open-file
 // limit is about 20,000), every wait has a deadline, every process it

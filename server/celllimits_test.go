@@ -60,66 +60,12 @@ func (f *fakeTimers) started() []fakeTimer {
 // that they are let go together; the rate refills with time; a closed
 // connection stops waiting; a stopping server lets the waiters go.
 func TestCellRateLetsGoOnAGrid(t *testing.T) {
-	// 3 ms past a grid point.
+	// 3 ms past a grid point: 17 requests past the burst owe 1..17 ms, all
+	// due by the point 17 ms away (1000.020 s), one timer for them; the
+	// 18th owes 18 ms, due at 1000.021 s: the next point, 1000.040 s.
 	start := time.Unix(1000, 0).Add(3 * time.Millisecond)
-	f := newFakeTimers(start)
-	b := &tokenBucket{now: f.clock, after: f.after}
-	b.setRate(1000) // a token a millisecond, 1000 in the burst
+	b, f, results := letGoAtTwoPoints(t, start, 1000, 17, 17*time.Millisecond, 37*time.Millisecond)
 	never := make(chan struct{})
-	for i := 0; i < 1000; i++ {
-		if !b.wait(never, nil) {
-			t.Fatalf("request %d of the burst refused", i)
-		}
-	}
-	if n := len(f.started()); n != 0 {
-		t.Fatalf("the burst started %d timers", n)
-	}
-
-	// 17 more at the same instant: debts of 1..17 ms, all due by the
-	// grid point 17 ms away (1000.020 s): one timer for the 17 of them.
-	const waiters = 17
-	results := make(chan bool, waiters+1)
-	for i := 0; i < waiters; i++ {
-		go func() { results <- b.wait(never, nil) }()
-	}
-	<-f.added
-	// Every waiter has taken its token (its debt) before it waits: the
-	// 18th request's debt is 18 ms, past the first point.
-	waitFor(t, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.mu.tokens <= -waiters
-	})
-	timers := f.started()
-	if len(timers) != 1 || timers[0].d != 17*time.Millisecond {
-		t.Fatalf("timers for %d requests due by one grid point: %v, want one of 17ms", waiters, timers)
-	}
-	select {
-	case ok := <-results:
-		t.Fatalf("a request over the rate returned (%v) before its grid point", ok)
-	default:
-	}
-	// The next one is due at 1000.021 s: the next point, 1000.040 s.
-	go func() { results <- b.wait(never, nil) }()
-	<-f.added
-	if timers = f.started(); len(timers) != 2 || timers[1].d != 37*time.Millisecond {
-		t.Fatalf("the request due after the first point: timers %v, want a second of 37ms", timers)
-	}
-	timers[0].fn()
-	for i := 0; i < waiters; i++ {
-		if !<-results {
-			t.Fatalf("waiter %d refused", i)
-		}
-	}
-	select {
-	case ok := <-results:
-		t.Fatalf("the request due at the second point returned (%v) at the first", ok)
-	default:
-	}
-	timers[1].fn()
-	if !<-results {
-		t.Fatal("the request due at the second point refused")
-	}
 
 	// Two seconds later the debts are paid and the bucket is full again
 	// (it holds at most a second's tokens): a burst passes at once.
@@ -184,56 +130,12 @@ func TestCellRateGridFollowsTheRate(t *testing.T) {
 		}
 	}
 
-	// 1 ms past a point of the 100 ms grid of a rate of 60 a second.
+	// 1 ms past a point of the 100 ms grid of a rate of 60 a second:
+	// debts of 1/60 .. 5/60 s, due by 1000.085 s, all at the point 1000.100
+	// s, on one timer; the sixth owes 100 ms, due at 1000.101 s, past the
+	// point, so it waits for the next one (1000.200 s).
 	start := time.Unix(1000, 0).Add(time.Millisecond)
-	f := newFakeTimers(start)
-	b := &tokenBucket{now: f.clock, after: f.after}
-	b.setRate(60)
-	never := make(chan struct{})
-	for i := 0; i < 60; i++ {
-		if !b.wait(never, nil) {
-			t.Fatalf("request %d of the burst refused", i)
-		}
-	}
-	// Debts of 1/60 .. 5/60 s: due by 1000.085 s, all at the point
-	// 1000.100 s, on one timer.
-	const waiters = 5
-	results := make(chan bool, waiters+1)
-	for i := 0; i < waiters; i++ {
-		go func() { results <- b.wait(never, nil) }()
-	}
-	<-f.added
-	waitFor(t, func() bool {
-		b.mu.Lock()
-		defer b.mu.Unlock()
-		return b.mu.tokens <= -waiters
-	})
-	timers := f.started()
-	if len(timers) != 1 || timers[0].d != 99*time.Millisecond {
-		t.Fatalf("timers for %d requests due within one step: %v, want one of 99ms", waiters, timers)
-	}
-	// The sixth owes 100 ms: due at 1000.101 s, past the point, so it
-	// waits for the next one (1000.200 s).
-	go func() { results <- b.wait(never, nil) }()
-	<-f.added
-	if timers = f.started(); len(timers) != 2 || timers[1].d != 199*time.Millisecond {
-		t.Fatalf("the request due after the point: timers %v, want a second of 199ms", timers)
-	}
-	timers[0].fn()
-	for i := 0; i < waiters; i++ {
-		if !<-results {
-			t.Fatalf("waiter %d refused", i)
-		}
-	}
-	select {
-	case ok := <-results:
-		t.Fatalf("the request due at the second point returned (%v) at the first", ok)
-	default:
-	}
-	timers[1].fn()
-	if !<-results {
-		t.Fatal("the request due at the second point refused")
-	}
+	letGoAtTwoPoints(t, start, 60, 5, 99*time.Millisecond, 199*time.Millisecond)
 }
 
 // TestCellRateSharesAPointBetweenConnections: two connections let go at
@@ -322,4 +224,67 @@ func TestCellRateSharesAPointBetweenConnections(t *testing.T) {
 			t.Fatal("a request refused at the next point")
 		}
 	}
+}
+
+// letGoAtTwoPoints spends the burst of a bucket of rate tokens a second
+// at start (a second's worth: no timer), then checks the grid: waiters
+// requests at that instant wait on one timer of first, the request after
+// them on a second timer of second, and each timer lets go its own
+// requests and no other. It returns the bucket, its timers and the
+// channel the requests' results came on.
+func letGoAtTwoPoints(t *testing.T, start time.Time, rate int64, waiters int, first, second time.Duration) (*tokenBucket, *fakeTimers, chan bool) {
+	t.Helper()
+	f := newFakeTimers(start)
+	b := &tokenBucket{now: f.clock, after: f.after}
+	b.setRate(rate)
+	never := make(chan struct{})
+	for i := int64(0); i < rate; i++ {
+		if !b.wait(never, nil) {
+			t.Fatalf("request %d of the burst refused", i)
+		}
+	}
+	if n := len(f.started()); n != 0 {
+		t.Fatalf("the burst started %d timers", n)
+	}
+	results := make(chan bool, waiters+1)
+	for i := 0; i < waiters; i++ {
+		go func() { results <- b.wait(never, nil) }()
+	}
+	<-f.added
+	// Every waiter has taken its token (its debt) before it waits.
+	waitFor(t, func() bool {
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		return b.mu.tokens <= -float64(waiters)
+	})
+	timers := f.started()
+	if len(timers) != 1 || timers[0].d != first {
+		t.Fatalf("timers for %d requests due by one grid point: %v, want one of %v", waiters, timers, first)
+	}
+	select {
+	case ok := <-results:
+		t.Fatalf("a request over the rate returned (%v) before its grid point", ok)
+	default:
+	}
+	go func() { results <- b.wait(never, nil) }()
+	<-f.added
+	if timers = f.started(); len(timers) != 2 || timers[1].d != second {
+		t.Fatalf("the request due after the first point: timers %v, want a second of %v", timers, second)
+	}
+	timers[0].fn()
+	for i := 0; i < waiters; i++ {
+		if !<-results {
+			t.Fatalf("waiter %d refused", i)
+		}
+	}
+	select {
+	case ok := <-results:
+		t.Fatalf("the request due at the second point returned (%v) at the first", ok)
+	default:
+	}
+	timers[1].fn()
+	if !<-results {
+		t.Fatal("the request due at the second point refused")
+	}
+	return b, f, results
 }

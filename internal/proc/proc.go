@@ -120,6 +120,28 @@ func LoadAvg() string {
 	return strings.Join(f[:3], " ")
 }
 
+// MachineTicks is the whole machine's CPU time from /proc/stat in clock
+// ticks (1/100 s), summed over its cores: busy (user, nice, system, irq,
+// softirq: every process's and the kernel's, guests counted in user),
+// idle (idle and iowait) and steal (taken by the hypervisor); zeros if it
+// cannot be read.
+func MachineTicks() (busy, idle, steal int64) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, 0, 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	f := strings.Fields(line)
+	if len(f) < 9 || f[0] != "cpu" {
+		return 0, 0, 0
+	}
+	v := make([]int64, 8)
+	for i := range v {
+		v[i], _ = strconv.ParseInt(f[i+1], 10, 64)
+	}
+	return v[0] + v[1] + v[2] + v[5] + v[6], v[3] + v[4], v[7]
+}
+
 // Orphanless is the SysProcAttr of a child that dies with this process, for
 // a caller that starts its own exec.Cmd.
 func Orphanless() *syscall.SysProcAttr {

@@ -42,6 +42,7 @@ import (
 	"log"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -78,6 +79,8 @@ func main() {
 	killOnly := flag.Bool("kill-only", false, "skip the CPU windows (phase 1) and the watch: open the sessions, hold them, kill a proxy (and with -kill-member a member)")
 	source := flag.String("source", "", "load: the local address to dial from (internal: each load process has its own loopback address)")
 	oneSource := flag.Bool("one-source", false, "every load process dials from 127.0.0.1, as before 2026-12-02 06:40 (then 100,000 connections share one address's 28,232 ephemeral ports and each connect spends milliseconds in the kernel's port search: docs/proxy.md)")
+	proxyProcs := flag.Int("proxy-procs", 0, "GOMAXPROCS of each proxy (0: Go's default, the machine's cores)")
+	loadProcs := flag.Int("load-procs", 0, "GOMAXPROCS of each load process (0: Go's default, the machine's cores)")
 	naive := flag.Bool("naive-reconnect", false, "load sessions reconnect as this script's did before 2026-12-02 (not as ZooKeeper's clients): the next address in one fixed order, at once, a 30 s handshake deadline, 100 ms after a failure; to show what a burst onto one proxy does")
 	flag.Parse()
 	if *naive {
@@ -99,7 +102,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly, oneSource: *oneSource}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly, oneSource: *oneSource, proxyProcs: *proxyProcs, loadProcs: *loadProcs}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -108,12 +111,33 @@ func main() {
 func ceilDiv(a, b int) int { return (a + b - 1) / b }
 
 type cfg struct {
-	sessions, cpuSessions, proxies, loaders         int
-	handshakes, ephemerals, watches                 int
+	sessions, cpuSessions, proxies, loaders int
+	handshakes, ephemerals, watches         int
+	// proxyProcs and loadProcs are the proxies' and the load processes'
+	// GOMAXPROCS, 0 for Go's default (withProcs).
+	proxyProcs, loadProcs                           int
 	idle, hold, timeout                             time.Duration
 	bin                                             string
 	proxiedFirst, zk, killMember, single, watchOnly bool
 	killOnly, oneSource                             bool
+}
+
+// withProcs runs start with GOMAXPROCS set to n in the environment the
+// child inherits (n 0: as it is), and restores it.
+func withProcs[T any](n int, start func() (T, error)) (T, error) {
+	if n <= 0 {
+		return start()
+	}
+	old, had := os.LookupEnv("GOMAXPROCS")
+	os.Setenv("GOMAXPROCS", strconv.Itoa(n))
+	defer func() {
+		if had {
+			os.Setenv("GOMAXPROCS", old)
+		} else {
+			os.Unsetenv("GOMAXPROCS")
+		}
+	}()
+	return start()
 }
 
 // proc is a child process (internal/proc).

@@ -80,6 +80,9 @@ func (c *cfg) run() error {
 	}
 	fmt.Printf("proxyscale: 3 members, %d proxies, %d load processes; %d sessions in the CPU windows, %d in the scale phase (timeout %v); load average %s\n",
 		c.proxies, c.loaders, c.cpuSessions, c.sessions, c.timeout, xproc.LoadAvg())
+	if c.proxyProcs > 0 || c.loadProcs > 0 {
+		fmt.Printf("proxyscale: GOMAXPROCS of each proxy %d, of each load process %d (0: Go's default)\n", c.proxyProcs, c.loadProcs)
+	}
 	if c.watchOnly || c.killOnly {
 		if err := r.startProxies(); err != nil {
 			return err
@@ -228,8 +231,10 @@ func (r *run) startProxies() error {
 			os.Setenv("ZKRAFT_PPROF_ADDR", pa)
 			fmt.Printf("proxyscale: proxy %d's profiles on http://%s/debug/pprof/\n", i, pa)
 		}
-		p, err := xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
-			"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--admin-addr", admin, "--log-level", "info")
+		p, err := withProcs(r.proxyProcs, func() (*proc, error) {
+			return xproc.Start(fmt.Sprintf("proxy %d", i), filepath.Join(r.dir, fmt.Sprintf("proxy%d.log", i)), r.bin, "proxy",
+				"--members", strings.Join(proxyAddrs, ","), "--client-addr", a, "--admin-addr", admin, "--log-level", "info")
+		})
 		if err != nil {
 			return err
 		}
@@ -281,7 +286,9 @@ func (r *run) openLoad(name string, addrs []string, n, eph int) ([]*loader, erro
 		if r.oneSource {
 			source = ""
 		}
-		l, err := startLoader(r.self, rot, k, r.timeout, r.handshakes, eph, r.watches, source, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		l, err := withProcs(r.loadProcs, func() (*loader, error) {
+			return startLoader(r.self, rot, k, r.timeout, r.handshakes, eph, r.watches, source, filepath.Join(r.dir, fmt.Sprintf("%s-load%d.log", name, i)))
+		})
 		os.Unsetenv("PROXYSCALE_LOAD_PPROF")
 		if err != nil {
 			return ls, err
@@ -713,6 +720,13 @@ func (r *run) upstreamFigures() string {
 	return b.String()
 }
 
+// The machine's columns of cpuSamples (MachineTicks).
+const (
+	machineBusy  = "machine busy"
+	machineIdle  = "machine idle"
+	machineSteal = "machine steal"
+)
+
 // cpuSamples are the CPU ticks of process groups (and of the load
 // processes, named "load"), sampled every 10 ms.
 type cpuSamples struct {
@@ -737,13 +751,17 @@ func (r *run) sampleCPU(groups []group, ls []*loader) (func(), *cpuSamples) {
 	for _, l := range ls {
 		pids["load processes"] = append(pids["load processes"], l.Pid())
 	}
+	// The whole machine's busy, idle and stolen time last: whether the
+	// fan-out had both cores, and what else took them.
+	s.names = append(s.names, machineBusy, machineIdle, machineSteal)
 	take := func() {
 		row := make([]int64, len(s.names))
-		for i, n := range s.names {
+		for i, n := range s.names[:len(s.names)-3] {
 			for _, pid := range pids[n] {
 				row[i] += xproc.CPUTicks(pid)
 			}
 		}
+		row[len(row)-3], row[len(row)-2], row[len(row)-1] = xproc.MachineTicks()
 		s.mu.Lock()
 		s.at = append(s.at, time.Now())
 		s.ticks = append(s.ticks, row)
@@ -790,6 +808,9 @@ func (s *cpuSamples) per(from, to time.Time, n int) string {
 	var all, allNet float64 // ms
 	for x, name := range s.names {
 		d := float64(s.ticks[j][x]-s.ticks[i][x]) * 10
+		if name == machineBusy || name == machineIdle || name == machineSteal {
+			continue
+		}
 		bg := 0.0
 		if idle > 0 {
 			bg = float64(s.ticks[i][x]-s.ticks[0][x]) * 10 * window.Seconds() / idle.Seconds()
@@ -798,6 +819,9 @@ func (s *cpuSamples) per(from, to time.Time, n int) string {
 		fmt.Fprintf(&b, "%s %.0f ms, %.0f ms above their background (%.1f µs per notification); ", name, d, d-bg, (d-bg)*1000/float64(max(n, 1)))
 	}
 	fmt.Fprintf(&b, "all %.0f ms, %.0f ms above the background (%.1f µs per notification; over %v)", all, allNet, allNet*1000/float64(max(n, 1)), window.Round(time.Millisecond))
+	m := len(s.names) - 3
+	fmt.Fprintf(&b, "; the machine: busy %.0f ms, idle %.0f ms, stolen %.0f ms",
+		float64(s.ticks[j][m]-s.ticks[i][m])*10, float64(s.ticks[j][m+1]-s.ticks[i][m+1])*10, float64(s.ticks[j][m+2]-s.ticks[i][m+2])*10)
 	return b.String()
 }
 

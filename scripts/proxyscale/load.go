@@ -19,7 +19,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
-	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	xproc "github.com/zkraft/zkraft/internal/proc"
 	"github.com/zkraft/zkraft/jute"
@@ -27,8 +28,8 @@ import (
 
 // A load process is this program re-executed with -load. Its sessions are
 // minimal Jute clients (handshake, a ping every third of the timeout, one
-// getData watch on request), one goroutine each, so a load process costs
-// far less per session than a full client library. Its first -ephemerals
+// getData watch on request), read by one event loop (loop.go), so a load
+// process costs far less per session than a full client library. Its first -ephemerals
 // sessions each create an ephemeral znode, ephemeralDir/<session id>,
 // right after their handshake. It talks to its parent in lines: it prints
 // "ready OPENED FAILED EPHEMERALS" once every handshake (and create) is
@@ -51,9 +52,21 @@ import (
 
 // loadSession is one session of a load process.
 type loadSession struct {
-	l   *loadProc
-	wmu sync.Mutex // serializes writes to nc; guards nc's replacement
+	l *loadProc
+	// wmu serializes writes to the connection and guards its
+	// replacement: nc while the session handshakes or reconnects (nil
+	// once attached), fd while the loop has it (-1 before and after).
+	wmu sync.Mutex
 	nc  net.Conn
+	fd  int
+	to  time.Duration // the negotiated timeout
+	// The loop's (loop.go), while it has the session: the bytes of a
+	// frame half read, the next ping, the oldest ping unanswered (zero:
+	// none), and the attachment its timers were set for (under loop.mu).
+	partial  []byte
+	nextPing time.Time
+	pingSent time.Time
+	gen      uint64
 	// order is the session's own list of address indexes, as a client's
 	// connect string: its first address (the one the sessions are
 	// spread over), then the others shuffled (reconnect); at is the
@@ -113,6 +126,11 @@ type loadProc struct {
 
 	mu       sync.Mutex
 	sessions []*loadSession
+
+	// loop reads the connected sessions (loop.go); wg counts its
+	// reconnecting sessions' goroutines.
+	loop *loop
+	wg   sync.WaitGroup
 }
 
 // ephemeralDir holds the load sessions' ephemerals (the parent creates it).
@@ -123,7 +141,14 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 		go http.ListenAndServe(a, nil) // net/http/pprof's handlers, for PROXYSCALE_PPROF
 	}
 	l := &loadProc{addrs: addrs, timeout: timeout, watches: max(watches, 1), naive: os.Getenv("PROXYSCALE_NAIVE") != ""}
-	var wg sync.WaitGroup
+	lp, err := newLoop(l)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "event loop:", err)
+		os.Exit(1)
+	}
+	l.loop = lp
+	go lp.run()
+	wg := &l.wg
 	var ready sync.WaitGroup
 	var failed, created atomic.Int64
 	sem := make(chan struct{}, max(inFlight, 1)) // handshakes in flight
@@ -151,12 +176,15 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 				ready.Done()
 				return
 			}
-			s := &loadSession{l: l, nc: nc, order: order, eph: eph, resp: resp}
+			s := &loadSession{l: l, nc: nc, fd: -1, to: time.Duration(resp.TimeOut) * time.Millisecond, order: order, eph: eph, resp: resp}
 			l.mu.Lock()
 			l.sessions = append(l.sessions, s)
 			l.mu.Unlock()
 			ready.Done()
-			s.run()
+			if err := lp.attach(s); err != nil {
+				fmt.Fprintf(os.Stderr, "session %#x: not attached: %v: reconnecting\n", resp.SessionID, err)
+				lp.resume(s)
+			}
 		}()
 	}
 	ready.Wait()
@@ -183,10 +211,17 @@ func runLoad(addrs []string, n int, timeout time.Duration, inFlight, ephemerals,
 		}
 	}
 	l.stopped.Store(true)
+	lp.stop()
 	l.mu.Lock()
 	for _, s := range l.sessions {
 		s.wmu.Lock()
-		s.nc.Close()
+		if s.nc != nil {
+			s.nc.Close()
+		}
+		if s.fd >= 0 {
+			unix.Close(s.fd)
+			s.fd = -1
+		}
 		s.wmu.Unlock()
 	}
 	l.mu.Unlock()
@@ -337,12 +372,26 @@ func (l *loadProc) report(at int64) {
 }
 
 // sendWatch writes the getData watch; the caller holds wmu. A failed write
-// is retried after the reconnect it leads to.
+// is retried after the reconnect it leads to (a session between its
+// connection's failure and its reconnect has neither: rewatch sends it).
 func (s *loadSession) sendWatch() {
 	req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: watchXid, Type: jute.OpGetData}, &jute.GetDataRequest{Path: s.l.path, Watch: true})
-	s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-	s.nc.Write(req)
-	s.nc.SetWriteDeadline(time.Time{}) // a passed deadline would refuse the pings' writes (writeNow)
+	s.write(req)
+}
+
+// write writes a small request on the session's connection, the loop's
+// descriptor or (handshaking, reconnecting) its net.Conn; the caller
+// holds wmu. A socket that does not take it whole has failed (writeFd):
+// the loop finds out on its next read or ping.
+func (s *loadSession) write(req []byte) {
+	switch {
+	case s.fd >= 0:
+		writeFd(s.fd, req)
+	case s.nc != nil:
+		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
+		s.nc.Write(req)
+		s.nc.SetWriteDeadline(time.Time{})
+	}
 }
 
 // rewatch, after a reconnect (wmu held), sends the watch again if it was
@@ -356,90 +405,7 @@ func (s *loadSession) rewatch() {
 	default:
 		req := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidSetWatches, Type: jute.OpSetWatches},
 			&jute.SetWatches{RelativeZxid: s.lastZxid, DataWatches: []string{s.l.path}})
-		s.nc.SetWriteDeadline(time.Now().Add(5 * time.Second))
-		s.nc.Write(req)
-		s.nc.SetWriteDeadline(time.Time{})
-	}
-}
-
-// run reads the session's frames, pings when it has been quiet for a third
-// of its timeout, and reconnects elsewhere with its id and password (as a
-// client does when its server dies) when the connection fails or a ping
-// goes unanswered for half the timeout.
-func (s *loadSession) run() {
-	to := time.Duration(s.resp.TimeOut) * time.Millisecond
-	ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
-	buf := make([]byte, 128)
-	// One read takes what came (most often a whole frame, or several),
-	// not a read for the length and another for the body.
-	br := bufio.NewReaderSize(s.nc, 256)
-	nextPing := time.Now().Add(to / 3)
-	var pingSent time.Time // zero: none outstanding
-	rd, rc := &readDeadline{nc: s.nc}, rawConn(s.nc)
-	for {
-		body, err := readFrame(rd, br, buf, nextPing, to/2)
-		if s.l.stopped.Load() {
-			return
-		}
-		if errors.Is(err, os.ErrDeadlineExceeded) {
-			if !pingSent.IsZero() && time.Since(pingSent) > to/2 {
-				if unread(rc) > 0 {
-					// The answer came and this reader woke late: the
-					// process's own starvation, not the server's
-					// silence (a client on its own machine would have
-					// read it in time). Read it.
-					// The next read's deadline must be ahead, or Go
-					// refuses the read before it looks (a loop).
-					s.l.starved.Add(1)
-					nextPing = time.Now().Add(to / 3)
-					continue
-				}
-				err = errors.New("ping unanswered")
-			} else {
-				s.wmu.Lock()
-				err = writeNow(rc, ping)
-				s.wmu.Unlock()
-				if pingSent.IsZero() {
-					pingSent = time.Now()
-				}
-				nextPing = time.Now().Add(to / 3)
-				if err == nil {
-					continue
-				}
-			}
-		}
-		if err == nil && len(body) < 16 {
-			err = errors.New("short reply")
-		}
-		if err != nil {
-			fmt.Fprintf(os.Stderr, "session %#x on %s: %v: reconnecting\n", s.resp.SessionID, s.l.addrs[s.order[s.at]], err)
-			if !s.reconnect(to) {
-				s.gone.Store(true)
-				if s.wantWatch.Load() {
-					s.acked.Do(s.watchDone)
-				}
-				return
-			}
-			br.Reset(s.nc)
-			rd, rc = &readDeadline{nc: s.nc}, rawConn(s.nc)
-			pingSent, nextPing = time.Time{}, time.Now().Add(to/3)
-			continue
-		}
-		xid := int32(binary.BigEndian.Uint32(body))
-		if z := int64(binary.BigEndian.Uint64(body[4:])); z > s.lastZxid {
-			s.lastZxid = z
-		}
-		switch xid {
-		case jute.XidPing:
-			pingSent = time.Time{}
-		case jute.XidNotification:
-			s.notified.CompareAndSwap(0, time.Now().UnixNano())
-		case watchXid:
-			if binary.BigEndian.Uint32(body[12:]) == 0 {
-				s.watchOK.Store(true)
-			}
-			s.acked.Do(s.watchDone)
-		}
+		s.write(req)
 	}
 }
 
@@ -456,7 +422,10 @@ func (s *loadSession) reconnect(to time.Duration) bool {
 	addrs := s.l.addrs
 	s.wmu.Lock()
 	defer s.wmu.Unlock()
-	s.nc.Close()
+	if s.nc != nil {
+		s.nc.Close() // the loop closed its descriptor (fail)
+		s.nc = nil
+	}
 	failed := time.Now()
 	deadline := failed.Add(to)
 	perAddr := to / time.Duration(len(addrs))
@@ -508,40 +477,7 @@ func (s *loadSession) lose() {
 	}
 }
 
-// unread is how many bytes wait unread in rc's socket (SIOCINQ), 0 when
-// it cannot tell.
-func unread(rc syscall.RawConn) int {
-	if rc == nil {
-		return 0
-	}
-	n := 0
-	rc.Control(func(fd uintptr) {
-		var v int32
-		if _, _, e := syscall.Syscall(syscall.SYS_IOCTL, fd, syscall.TIOCINQ, uintptr(unsafe.Pointer(&v))); e == 0 {
-			n = int(v)
-		}
-	})
-	return n
-}
-
-// readDeadline sets nc's read deadline, but not again to the one it has:
-// a session waits for its next ping with the same deadline across the
-// frames that come meanwhile (a ping's answer), and each change is a
-// timer's.
-type readDeadline struct {
-	nc  net.Conn
-	set time.Time
-}
-
-func (d *readDeadline) to(t time.Time) {
-	if !t.Equal(d.set) {
-		d.nc.SetReadDeadline(t)
-		d.set = t
-	}
-}
-
-// rawConn is nc's raw connection, for writeNow (taken once per
-// connection: each SyscallConn is an allocation).
+// rawConn is nc's raw connection (the loop takes its descriptor).
 func rawConn(nc net.Conn) syscall.RawConn {
 	if sc, ok := nc.(syscall.Conn); ok {
 		if rc, err := sc.SyscallConn(); err == nil {
@@ -549,76 +485,6 @@ func rawConn(nc net.Conn) syscall.RawConn {
 		}
 	}
 	return nil
-}
-
-// writeNow writes a small frame (a ping) to rc without waiting and
-// without a write deadline (a timer): a socket that does not take all of
-// it at once is a connection that failed (the proxy or member stopped
-// reading megabytes ago), which the session then leaves, as a client
-// leaves one whose write times out.
-func writeNow(rc syscall.RawConn, b []byte) error {
-	if rc == nil {
-		return errors.New("not a socket")
-	}
-	var n int
-	var werr error
-	if err := rc.Write(func(fd uintptr) bool {
-		for {
-			n, werr = syscall.Write(int(fd), b)
-			if werr != syscall.EINTR {
-				return true // never wait
-			}
-		}
-	}); err != nil {
-		return err
-	}
-	switch {
-	case werr != nil:
-		return werr
-	case n != len(b):
-		return fmt.Errorf("the socket took %d of a %d-byte frame", n, len(b))
-	}
-	return nil
-}
-
-// readFrame reads one frame's body from br (rd.nc's reader), into buf
-// when it fits. It waits for the frame's first byte until deadline (a
-// timeout then is clean: nothing was read) and for the rest of it at
-// most grace more: a deadline in the middle of a frame must not cut it
-// (the next read would start inside it). A deadline is set only before
-// br reads the socket (most frames come whole in one read).
-func readFrame(rd *readDeadline, br *bufio.Reader, buf []byte, deadline time.Time, grace time.Duration) ([]byte, error) {
-	var lenBuf [4]byte
-	if br.Buffered() < len(lenBuf) {
-		rd.to(deadline)
-	}
-	got, err := io.ReadFull(br, lenBuf[:])
-	if err != nil && got == 0 {
-		return nil, err
-	}
-	if err != nil {
-		if !errors.Is(err, os.ErrDeadlineExceeded) {
-			return nil, err
-		}
-		rd.to(time.Now().Add(grace))
-		if _, err := io.ReadFull(br, lenBuf[got:]); err != nil {
-			return nil, fmt.Errorf("in a frame: %v", err)
-		}
-	}
-	n := int(binary.BigEndian.Uint32(lenBuf[:]))
-	if n < 0 || n > 1<<20 {
-		return nil, fmt.Errorf("frame of %d bytes", n)
-	}
-	if n > len(buf) {
-		buf = make([]byte, n)
-	}
-	if br.Buffered() < n {
-		rd.to(time.Now().Add(grace))
-	}
-	if _, err := io.ReadFull(br, buf[:n]); err != nil {
-		return nil, fmt.Errorf("in a frame: %v", err) // not a clean timeout
-	}
-	return buf[:n], nil
 }
 
 // loader is the parent's handle on a load process.

@@ -24,7 +24,10 @@
 # them on a quiet one.
 #
 # Usage: scripts/cells-bars.sh   (ROUNDS=3 DURATION=8s WARMUP=2s LIMIT=200
-#                                 AT_INFLIGHT=4; ONLY=isolation skips scaling;
+#                                 AT_INFLIGHT=4; ONLY=isolation skips scaling,
+#                                 ONLY=scaling skips isolation;
+#                                 SCALE_INFLIGHT=64 the per-cell load of
+#                                 the scaling runs;
 #                                 ZKRAFT_BIN=path measures that binary;
 #                                 ZKRAFT_BIN_B=path compares a second one in
 #                                 the isolation rounds, abba; KINDS="alone
@@ -43,6 +46,7 @@ duration="${DURATION:-8s}"
 warmup="${WARMUP:-2s}"
 limit="${LIMIT:-200}"
 at_inflight="${AT_INFLIGHT:-4}"
+scale_inflight="${SCALE_INFLIGHT:-64}"
 command -v jq >/dev/null || { echo "cells-bars.sh needs jq" >&2; exit 2; }
 dir="${CELLS_BARS_DIR:-$(mktemp -d /tmp/cells-bars.XXXXXX)}"
 mkdir -p "$dir"
@@ -212,7 +216,7 @@ timed() {
 }
 
 if [[ "${ONLY:-}" != isolation ]]; then
-echo "== scaling: one cell vs four cells on the same 3 members, -workload write -inflight 64 per cell, $duration (+$warmup warm-up)"
+echo "== scaling: one cell vs four cells on the same 3 members, -workload write -inflight $scale_inflight per cell, $duration (+$warmup warm-up)"
 one=() four=()
 for r in $(seq "$rounds"); do
 	order=(one four)
@@ -221,7 +225,7 @@ for r in $(seq "$rounds"); do
 		la=$(loadavg)
 		if [[ $kind == one ]]; then
 			# shellcheck disable=SC2046
-			measure bench -inflight 64 $(cell 1) >"$dir/run.json"
+			measure bench -inflight "$scale_inflight" $(cell 1) >"$dir/run.json"
 			if ((!run_ok)); then
 				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
 				continue
@@ -233,7 +237,7 @@ for r in $(seq "$rounds"); do
 				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")" "$cpu_line"
 		else
 			# shellcheck disable=SC2046
-			measure bench -inflight 64 $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
+			measure bench -inflight "$scale_inflight" $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
 			if ((!run_ok)); then
 				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
 				continue
@@ -251,6 +255,10 @@ m4=$(printf '%s\n' "${four[@]}" | median)
 printf 'median: one cell %.0f ops/s, four cells %.0f ops/s aggregate: %.2fx (bar: >= 1.5x)\n' "$m1" "$m4" "$(awk -v a="$m4" -v b="$m1" 'BEGIN {print a / b}')"
 fi
 
+if [[ "${ONLY:-}" == scaling ]]; then
+	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg) on $(nproc) cores"
+	exit 0
+fi
 echo "== isolation: c2 at -inflight 16, alone, beside c1 driven with 64 in flight past max_request_rate $limit (per member), and beside c1 at about its limit (-inflight $at_inflight)"
 "$zk" cell limits c1 --max-request-rate "$limit" --admin "$admin" >/dev/null
 c2_window=$(awk -v a="$(secs "$duration")" -v b="$(secs "$warmup")" 'BEGIN {print a + b}')

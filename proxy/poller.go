@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zkraft/zkraft/internal/epollwake"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -84,18 +85,8 @@ type poller struct {
 }
 
 func newPoller(p *Proxy) (*poller, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	epfd, wfd, err := epollwake.New()
 	if err != nil {
-		return nil, err
-	}
-	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, err
-	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}); err != nil {
-		unix.Close(epfd)
-		unix.Close(wfd)
 		return nil, err
 	}
 	// Non-blocking, so that os.NewFile puts it in Go's poller.

@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/zkraft/zkraft/internal/epollwake"
 	"github.com/zkraft/zkraft/jute"
 )
 
@@ -60,18 +61,8 @@ type loop struct {
 }
 
 func newLoop(l *loadProc) (*loop, error) {
-	epfd, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	epfd, wfd, err := epollwake.New()
 	if err != nil {
-		return nil, err
-	}
-	wfd, err := unix.Eventfd(0, unix.EFD_CLOEXEC|unix.EFD_NONBLOCK)
-	if err != nil {
-		unix.Close(epfd)
-		return nil, err
-	}
-	if err := unix.EpollCtl(epfd, unix.EPOLL_CTL_ADD, wfd, &unix.EpollEvent{Events: unix.EPOLLIN, Fd: int32(wfd)}); err != nil {
-		unix.Close(epfd)
-		unix.Close(wfd)
 		return nil, err
 	}
 	return &loop{l: l, epfd: epfd, wakeFd: wfd, done: make(chan struct{}), byFd: map[int32]*loadSession{}, buf: make([]byte, 64<<10)}, nil

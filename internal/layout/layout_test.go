@@ -71,7 +71,9 @@ var rules = []rule{
 	// it, and so can the proxy, so it must pull in neither.
 	{pkg: "operator", noRaft: true,
 		why: "operator reaches a member only through its Member and Host interfaces; the server and the proxy implement them"},
-	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire", "operator"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
+	// internal/epollwake is system calls only (an epoll set with an
+	// eventfd), shared with scripts/proxyscale's load loop.
+	{pkg: "proxy", zk: []string{"jute", "session", "proxy/wire", "operator", "internal/epollwake"}, testZK: []string{"internal/...", "server", "client/..."}, noRaft: true,
 		why: "a proxy holds no data: it reaches the cell only over the network, never through server or raftsm"},
 	{pkg: "server", zk: []string{"raftsm", "fleet", "znode", "session", "jute", "internal/storecheck", "auth", "console", "operator", "proxy/wire"},
 		testZK: []string{"internal/...", "client/...", "bench"}, noPebble: true,

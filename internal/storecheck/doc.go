@@ -16,11 +16,18 @@
 // has since replaced, and when Pebble fails on them while the store holds
 // tables the MANIFEST does not list, the MANIFEST is named, not a table.
 //
+// It also reads Dragonboat's other log store, tan (CheckTan), record by
+// record, because tan cuts a log short where a record stops decoding,
+// anywhere in the file, and panics on a checksum mismatch: everything but
+// the torn tail a crash leaves at the end of a replica's newest log is
+// named as damage before tan sees it.
+//
 // The one repair it makes is of a file that holds no data: an OPTIONS file
 // Pebble cannot parse is moved aside (Pebble writes a new one when it opens
 // the store).
 //
-// It may import Pebble and the standard library; nothing of zkraft. Its
+// It may import Pebble, Dragonboat's raftpb (to decode tan's records) and
+// the standard library; nothing of zkraft. Its
 // caller runs it before starting Dragonboat on the data directory, and calls
 // Diagnose (or LostWrites) when a store failed to open or proved to have
 // lost writes, to learn which file to name.

@@ -182,6 +182,9 @@ func checkDataDir(nhc dbconfig.NodeHostConfig, stateStore string, log *slog.Logg
 		}
 		rep.logStores[st.Dir] = r
 	}
+	if err := checkTanStores(nhc, log); err != nil {
+		return nil, checkErr(err)
+	}
 	r, err := storecheck.Check(storecheck.Store{Dir: stateStore, Options: raftsm.StoreOptions()}, raftsm.InspectApplied(&rep.applied, func(err error) error {
 		return &storecheck.Damage{File: stateStore, Problem: "zkraft's applied index in the state machine's store does not decode", Err: err}
 	}))

@@ -219,17 +219,36 @@ func TestRaftLogStoreChoice(t *testing.T) {
 }
 
 // TestRaftLogStoreUpgradeAndMove: a data directory with the Pebble log
-// store, as every zkraft before tan wrote it, keeps working and keeps its
+// store, as every zkraft before tan wrote it (an old binary's fixture, and
+// one written with --raft-log-store=pebble), keeps working and keeps its
 // store; a tan log whose dataLogDir changed is refused with where the log
 // is, and serves again once it is moved there.
 func TestRaftLogStoreUpgradeAndMove(t *testing.T) {
 	work := t.TempDir()
 
+	// A data directory an older zkraft wrote (testdata/format1, commit
+	// 6366337, long before tan): it serves on its Pebble store and grows
+	// no tan log.
+	fixture := filepath.Join(work, "format1")
+	if err := os.MkdirAll(fixture, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("tar", "-C", fixture, "-xzf", "testdata/format1/datadir.tar.gz").CombinedOutput(); err != nil {
+		t.Fatalf("untar: %v\n%s", err, out)
+	}
+	r := newLogStoreRun(t, work, filepath.Join(fixture, "data"), "", "--raft-addr", format1RaftAddr)
+	r.serve()
+	r.has("/deep"+repeat("/d", 49), "49")
+	r.stop()
+	if tanNodes, pebble := storeFiles(t, r.dataDir); len(tanNodes) != 0 || len(pebble) == 0 {
+		t.Fatalf("the format 1 data directory: tan %v, pebble %v; want its Pebble store only", tanNodes, pebble)
+	}
+
 	// Before: the Pebble store, in dataDir and dataLogDir (its WAL), as
 	// written with --raft-log-store=pebble, which is the NodeHost
 	// configuration of the zkraft before tan (no log store factory).
 	oldData, oldLog := filepath.Join(work, "old-data"), filepath.Join(work, "old-log")
-	r := newLogStoreRun(t, work, oldData, oldLog, "--raft-log-store=pebble")
+	r = newLogStoreRun(t, work, oldData, oldLog, "--raft-log-store=pebble")
 	r.serve()
 	r.write("/before", "old")
 	r.stop()

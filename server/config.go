@@ -61,6 +61,11 @@ type Config struct {
 	DataDir string
 	// LogDir, if set, holds the Raft log (ZooKeeper's dataLogDir).
 	LogDir string
+	// RaftLogStore is the Raft log store of a new data directory
+	// (logstore.go): LogStoreAuto (the zero value: an existing directory
+	// keeps the store it has, a new one gets tan), LogStoreTan or
+	// LogStorePebble. A store that contradicts the directory's is refused.
+	RaftLogStore LogStoreKind
 	// RaftAddr is this member's Raft address, where it listens for the
 	// other members. In an ensemble it is the RaftAddr of this member's
 	// entry in Members. A standalone member with no RaftAddr opens no Raft
@@ -178,6 +183,11 @@ func (c *Config) Validate() error {
 	}
 	if c.ClientAddr == "" {
 		c.ClientAddr = "127.0.0.1:2181"
+	}
+	switch c.RaftLogStore {
+	case LogStoreAuto, LogStoreTan, LogStorePebble:
+	default:
+		return fmt.Errorf("server: Raft log store %q: auto, tan or pebble", c.RaftLogStore)
 	}
 	if c.ShardID == 0 {
 		c.ShardID = 1

@@ -25,6 +25,10 @@ import (
 //	                                             CURRENT, MANIFEST-*, OPTIONS-*, *.sst
 //	LogDir/raft-wal/dragonboat.ds
 //	LogDir/raft-wal/HOST/DEPLOYMENT/logdb-N/     its WAL files (*.log)
+//	DataDir/raft/HOST/DEPLOYMENT/tandb/          or, for a data directory on tan (logstore.go),
+//	LogDir/raft-wal/HOST/DEPLOYMENT/tandb/       the Raft log store tan: node-S-R/ per replica
+//	                                             (under raft-wal only when dataLogDir is set)
+//	DataDir/raft/zkraft-raft-log                 zkraft's record of the tandb directory it opened
 //	DataDir/raft/HOST/DEPLOYMENT/snapshot-part-P/snapshot-S-R/snapshot-INDEX/
 //	                                             Dragonboat's snapshots of shard S, replica R
 //	DataDir/state/shard-S-replica-R/             the state machine's store (Pebble)
@@ -241,7 +245,28 @@ func raftFailure(nhc dbconfig.NodeHostConfig, cause error) error {
 			return damaged(d)
 		}
 	}
+	if isTan(nhc) {
+		if tanDamage(cause) {
+			return damaged(&storecheck.Damage{File: raftLogPlace(nhc), Problem: "tan cannot read the Raft log", Err: cause})
+		}
+		return &oneLineError{prefix: "server: start raft (tan log in " + raftLogPlace(nhc) + "): ", err: cause}
+	}
 	return &oneLineError{prefix: "server: start raft: ", err: cause}
+}
+
+// tanDamage reports whether cause is one of tan's errors (or panics) for
+// a file it cannot read: a record's checksum, a chunk, an index file, the
+// MANIFEST or CURRENT. tan's own error values are internal to Dragonboat,
+// so they are matched by their text.
+func tanDamage(cause error) bool {
+	msg := cause.Error()
+	for _, s := range []string{"tan: crc mismatch", "invalid chunk", "zeroed chunk", "corrupt index file", "corrupt manifest",
+		"CURRENT file for DB", "MANIFEST name"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // openGate holds the state machine's Open until the member has compared
@@ -360,8 +385,8 @@ func (g *gatedSM) open(stopc <-chan struct{}) (applied uint64, err error) {
 //
 // Either refuses the start, naming the store's files. A failed Open is
 // refused too, naming the damaged file if there is one.
-func awaitOpen(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, g *openGate, shardID uint64, rep *dataDirReport) error {
-	err := checkStores(nh, nhc, shardID, rep)
+func awaitOpen(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, g *openGate, shardID, replicaID uint64, rep *dataDirReport) error {
+	err := checkStores(nh, nhc, shardID, replicaID, rep)
 	g.verdict <- err
 	if err != nil {
 		return err
@@ -376,7 +401,7 @@ func awaitOpen(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, g *openGate
 	return openFailure(rep.stateStore, res.err)
 }
 
-func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID uint64, rep *dataDirReport) error {
+func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID, replicaID uint64, rep *dataDirReport) error {
 	lr, err := nh.GetLogReader(shardID)
 	if err != nil {
 		return nil // nothing to compare with
@@ -400,6 +425,13 @@ func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID u
 		if rep.mark > applied {
 			problem = fmt.Sprintf("the Raft log ends at index %d, but the state machine had applied index %d from it (its applied mark; its store holds index %d): entries that were synced and applied are gone", last, rep.mark, applied)
 		}
+		if isTan(nhc) {
+			// tan cuts a log whose records stop decoding short when it
+			// opens it (internal/tan rebuildLog), so the entries after
+			// the damage are gone without a word from it.
+			return damaged(&storecheck.Damage{File: tanReplicaDir(nhc, shardID, replicaID), Problem: problem +
+				"; this replica's tan log lost records (tan cuts a log short at the first record it cannot read; or the log was put back from an older copy)"})
+		}
 		if st, ok := logStoreOf(nhc, shardID); ok && rep.logStores[st.Dir] != nil {
 			return damaged(storecheck.LostWrites(rep.logStores[st.Dir], problem))
 		}
@@ -415,7 +447,7 @@ func checkStores(nh *dragonboat.NodeHost, nhc dbconfig.NodeHostConfig, shardID u
 // log is the only copy of what was applied since its last flush) has lost
 // entries, some of them acknowledged, and the replica is not started. A
 // mark that does not decode holds no data and is only logged.
-func checkCellLog(s *Server, shardID uint64, store string) error {
+func checkCellLog(s *Server, shardID, replicaID uint64, store string) error {
 	mark, ok, err := raftsm.ReadAppliedMark(store)
 	switch {
 	case errors.Is(err, raftsm.ErrBadMark):
@@ -432,7 +464,11 @@ func checkCellLog(s *Server, shardID uint64, store string) error {
 		return nil // nothing to compare with
 	}
 	if _, last := lr.GetRange(); mark > last {
-		return damaged(&storecheck.Damage{File: DataDirsOf(s.cfg).RaftWAL(), Problem: fmt.Sprintf(
+		file := DataDirsOf(s.cfg).RaftWAL()
+		if nhc := s.nh.NodeHostConfig(); isTan(nhc) {
+			file = tanReplicaDir(nhc, shardID, replicaID)
+		}
+		return damaged(&storecheck.Damage{File: file, Problem: fmt.Sprintf(
 			"the Raft log of shard %d ends at index %d, but its state machine had applied index %d from it (its applied mark, %s): entries that were synced and applied are gone",
 			shardID, last, mark, raftsm.MarkPath(store))})
 	}

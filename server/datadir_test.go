@@ -166,9 +166,31 @@ func TestDataDirs(t *testing.T) {
 	if d.RaftWAL() != "/l/raft-wal" || d.Raft() != "/d/raft" {
 		t.Errorf("with a log dir: %s %s", d.Raft(), d.RaftWAL())
 	}
-	nhc := NodeHostConfig(cfg)
+	nhc, err := NodeHostConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
 	_, smCfg := ReplicaConfig(cfg, nil)
 	if nhc.NodeHostDir != d.Raft() || nhc.WALDir != d.RaftWAL() || smCfg.Dir != d.State() {
 		t.Errorf("NodeHostConfig %s %s, ReplicaConfig %s; want %s %s %s", nhc.NodeHostDir, nhc.WALDir, smCfg.Dir, d.Raft(), d.RaftWAL(), d.State())
+	}
+	// A new directory: tan, under the WAL directory with a log dir, under
+	// the NodeHost directory without; the Pebble store when asked.
+	if f, ok := nhc.Expert.LogDBFactory.(tanFactory); !ok || !f.inWAL || tanRoot(nhc) != d.RaftWAL() {
+		t.Errorf("with a log dir: log store factory %#v, tan under %s; want tan under %s", nhc.Expert.LogDBFactory, tanRoot(nhc), d.RaftWAL())
+	}
+	cfg.LogDir = ""
+	if nhc, err = NodeHostConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if f, ok := nhc.Expert.LogDBFactory.(tanFactory); !ok || f.inWAL || tanRoot(nhc) != "/d/raft" {
+		t.Errorf("without a log dir: log store factory %#v, tan under %s; want tan under /d/raft", nhc.Expert.LogDBFactory, tanRoot(nhc))
+	}
+	cfg.RaftLogStore = LogStorePebble
+	if nhc, err = NodeHostConfig(cfg); err != nil {
+		t.Fatal(err)
+	}
+	if nhc.Expert.LogDBFactory != nil {
+		t.Errorf("--raft-log-store=pebble: log store factory %#v, want Dragonboat's default (nil)", nhc.Expert.LogDBFactory)
 	}
 }

@@ -463,7 +463,7 @@ func (f *fleetMember) startCell(m *fleet.Map, c fleet.Cell) (*hostedCell, error)
 	}
 	// The cell's store has no WAL of its own either: its Raft log must
 	// reach its applied mark, as the default cell's must (checkStores).
-	gate.verdict <- checkCellLog(s, c.ShardID, DataDirsOf(s.cfg).StateStore(c.ShardID, rid))
+	gate.verdict <- checkCellLog(s, c.ShardID, rid, DataDirsOf(s.cfg).StateStore(c.ShardID, rid))
 	if res := <-gate.opened; res.err != nil {
 		s.nh.StopReplica(c.ShardID, rid)
 		f.s.unregisterCell(cl)

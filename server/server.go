@@ -135,7 +135,10 @@ func New(cfg Config) (*Server, error) {
 		}
 	}
 	ll := &leaderListener{}
-	nhc := NodeHostConfig(cfg)
+	nhc, err := NodeHostConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	nhc.RaftEventListener = ll
 	s.tuneNodeHost(&nhc)
 	stateStore := DataDirsOf(cfg).StateStore(cfg.ShardID, cfg.ReplicaID)
@@ -201,11 +204,11 @@ func New(cfg Config) (*Server, error) {
 				"than this configuration lists, and Dragonboat keeps to them (change an ensemble with reconfig). "+
 				"A standalone member grows into an ensemble as an ensemble of one: standaloneEnabled=false and one "+
 				"server.N line with the Raft address it was started with, then reconfig -add the others and start them with --join",
-				cfg.ShardID, err, nhc.WALDir)
+				cfg.ShardID, err, raftLogPlace(nhc))
 		}
 		return nil, raftFailure(nhc, fmt.Errorf("start shard %d: %w", cfg.ShardID, err))
 	}
-	if err := awaitOpen(nh, nhc, gate, cfg.ShardID, rep); err != nil {
+	if err := awaitOpen(nh, nhc, gate, cfg.ShardID, cfg.ReplicaID, rep); err != nil {
 		nh.Close()
 		return nil, err
 	}
@@ -542,8 +545,16 @@ func (s *Server) lastZxid() int64 { return s.cell.zxid.Load() }
 // (export) that start its replica. cfg must have its defaults applied. A
 // standalone cfg without a RaftAddr gets the transport that listens on
 // nothing, and the address its data directory recorded (transport.go).
-func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
+// The Raft log store is the one the data directory holds, tan for a new
+// one, or cfg.RaftLogStore (logstore.go); the error refuses a store that
+// contradicts the directory, or a tan log that is not under cfg's
+// dataLogDir, with what to do.
+func NodeHostConfig(cfg Config) (dbconfig.NodeHostConfig, error) {
 	dirs := DataDirsOf(cfg)
+	store, err := chooseLogStore(cfg)
+	if err != nil {
+		return dbconfig.NodeHostConfig{}, err
+	}
 	nhc := dbconfig.NodeHostConfig{
 		NodeHostDir:    dirs.Raft(),
 		WALDir:         dirs.RaftWAL(),
@@ -559,6 +570,11 @@ func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
 	// 8x8 multi4: 16.6 -> 11.9 KiB written per multi (of 4 KiB of values),
 	// median of 5-6 runs; CPU within the noise.
 	nhc.Expert.LogDB = dbconfig.GetMediumMemLogDBConfig()
+	if store == LogStoreTan {
+		// tan (logstore.go) takes only the write buffer size of the
+		// LogDB config, and zkraft's factory sets its own.
+		nhc.Expert.LogDBFactory = tanFactory{inWAL: cfg.LogDir != ""}
+	}
 	if len(cfg.Members) == 0 && cfg.RaftAddr == "" {
 		nhc.RaftAddress = standaloneRaftAddr
 		if addr, ok := recordedRaftAddr(nhc.NodeHostDir); ok {
@@ -570,7 +586,7 @@ func NodeHostConfig(cfg Config) dbconfig.NodeHostConfig {
 			nhc.ListenAddress = net.JoinHostPort("0.0.0.0", port)
 		}
 	}
-	return nhc
+	return nhc, nil
 }
 
 // checkRecordedRaftAddr refuses, with what to do, a Raft address other

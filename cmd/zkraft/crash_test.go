@@ -137,7 +137,7 @@ func crashRounds(t *testing.T, load crashLoad) {
 		wg.Wait()
 		cancel()
 		conn.Close()
-		t.Logf("round %d: %d writes acknowledged in total (%d when the kill was sent)%s", round, len(acked), before, snapshotsIn(t, dataDir))
+		t.Logf("round %d: %d writes acknowledged in total (%d when the kill was sent)%s; Raft log store: %s", round, len(acked), before, snapshotsIn(t, dataDir), logStoreIn(dataDir))
 		if len(acked) < 100*(round+1) {
 			t.Fatalf("round %d: only %d writes acknowledged; the load did not run", round, len(acked))
 		}
@@ -146,6 +146,18 @@ func crashRounds(t *testing.T, load crashLoad) {
 	verifyAcked(t, clientAddr, acked, rounds)
 	srv.Process.Signal(syscall.SIGTERM)
 	srv.Wait()
+}
+
+// logStoreIn names the Raft log store under dataDir, for the log: the
+// runs are on the default, tan for a new data directory.
+func logStoreIn(dataDir string) string {
+	if m, _ := filepath.Glob(filepath.Join(dataDir, "raft", "*", "*", "tandb", "node-1-1")); len(m) > 0 {
+		return "tan (" + m[0] + ")"
+	}
+	if m, _ := filepath.Glob(filepath.Join(dataDir, "raft", "*", "*", "logdb-*")); len(m) > 0 {
+		return "pebble"
+	}
+	return "none found"
 }
 
 // snapshotsIn names the newest Raft snapshot Dragonboat recorded under

@@ -52,9 +52,11 @@ type damageSeed struct {
 // no AdminServer. The data directory and client address are flags.
 const damageZooCfg = "tickTime=2000\nsnapCount=100\nadmin.enableServer=false\n"
 
-// serveArgs are the arguments a member of s is started with.
+// serveArgs are the arguments a member of s is started with. The seeds
+// are on the Pebble log store, whose files these cases damage (tan is the
+// default for a new data directory; its files have cases of their own).
 func (s *damageSeed) serveArgs(dataDir string) []string {
-	return []string{"serve", "--config", s.Config, "--data-dir", dataDir, "--client-addr", s.ClientAddr, "--log-level", "warn"}
+	return []string{"serve", "--config", s.Config, "--data-dir", dataDir, "--client-addr", s.ClientAddr, "--log-level", "warn", "--raft-log-store=pebble"}
 }
 
 var seeds struct {

@@ -106,6 +106,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		clientAddr = fs.String("client-addr", "127.0.0.1:2181", "client listener address")
 		dataDir    = fs.String("data-dir", "./zkraft-data", "data directory")
 		logDir     = fs.String("data-log-dir", "", "directory for the Raft log (default: data dir)")
+		logStore   = fs.String("raft-log-store", "auto", "Raft log store: tan, pebble, or auto (a data directory keeps the store it has, a new one gets tan; docs/operations.md, Raft log store)")
 		raftAddr   = fs.String("raft-addr", "", "Raft address of this member; a standalone member without one opens no Raft port (an ensemble takes it from its server.N line)")
 		tick       = fs.Duration("tick-time", 3*time.Second, "ZooKeeper tickTime")
 		minTO      = fs.Duration("min-session-timeout", 0, "minimum session timeout (default 2 ticks)")
@@ -201,7 +202,12 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 	} else if *myID != 0 {
 		cfg.ReplicaID = *myID
 	}
-	cfg.BlockCacheBytes = *blockCache // zkraft's own: no zoo.cfg key
+	cfg.BlockCacheBytes = *blockCache              // zkraft's own: no zoo.cfg key
+	ls, err := server.ParseLogStoreKind(*logStore) // zkraft's own too
+	if err != nil {
+		return server.Config{}, nil, fmt.Errorf("--raft-log-store: %w", err)
+	}
+	cfg.RaftLogStore = ls
 	if *electionTO != 0 {
 		// zkraft's own too: in RTT units, as Dragonboat takes it; the
 		// heartbeat stays a tenth of it.

@@ -776,7 +776,10 @@ func exportCmd(out io.Writer, args []string) error {
 // session expiry.
 func startReplica(cfg server.Config, opts znode.Options, ensemble bool) (*dragonboat.NodeHost, error) {
 	server.QuietRaftLogs()
-	nhc := server.NodeHostConfig(cfg)
+	nhc, err := server.NodeHostConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
 	nh, err := dragonboat.NewNodeHost(nhc)
 	if err != nil {
 		return nil, fmt.Errorf("start the replica on %s (is zkraft still running? was it started with another --raft-addr?): %w", nhc.RaftAddress, err)

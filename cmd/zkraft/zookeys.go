@@ -39,7 +39,7 @@ type zkKey struct {
 // Reasons shared by several keys.
 const (
 	whyQuorum     = "ZooKeeper's quorum protocol (Zab, fast leader election, learner sync) is replaced by Raft (Dragonboat), which has its own timing and flow control"
-	whyRaftLog    = "the Raft log is Dragonboat's LogDB (Pebble), which sizes, preallocates and syncs its own files; it is compacted after each Raft snapshot (snapCount)"
+	whyRaftLog    = "the Raft log is Dragonboat's log store (tan, or Pebble in a data directory that has it), which sizes, preallocates and syncs its own files; it is compacted after each Raft snapshot (snapCount)"
 	whyPipeline   = "tunes ZooKeeper's Java request pipeline or NIO threads; zkraft's pipeline is per connection, bounded by globalOutstandingLimit and per-connection limits"
 	whyJava       = "a Java runtime setting; zkraft is a Go program"
 	whyWatches    = "tunes ZooKeeper's Java watch manager; zkraft keeps watches in its own registry"

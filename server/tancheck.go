@@ -36,7 +36,8 @@ func tanStores(nhc dbconfig.NodeHostConfig) []string {
 // at the first record it cannot read, anywhere in the file, and panics on
 // a checksum mismatch. The error is a *storecheck.Damage naming the file;
 // the torn tails a crash leaves at the end of a replica's newest log are
-// accepted (tan drops them) and logged.
+// accepted (tan drops them) and logged; the Raft log's end is compared with
+// the state machine's applied mark once tan has opened it (checkStores).
 func checkTanStores(nhc dbconfig.NodeHostConfig, log *slog.Logger) error {
 	for _, dir := range tanStores(nhc) {
 		r, err := storecheck.CheckTan(dir)
@@ -44,7 +45,10 @@ func checkTanStores(nhc dbconfig.NodeHostConfig, log *slog.Logger) error {
 			return err
 		}
 		for _, t := range r.Torn {
-			log.Warn("accepted the torn tail of a tan file, as a crash in the middle of a write leaves it (tan drops it; nothing in it was acknowledged)",
+			// Info, not Warn: a crash leaves one, and whether it cost
+			// applied entries is decided after tan opened the log (the
+			// applied mark), which refuses the start if it did.
+			log.Info("accepted the torn tail of a tan log, as a crash in the middle of a write leaves it (tan drops it)",
 				"file", t.File, "tail", t.Problem)
 		}
 	}

@@ -33,7 +33,8 @@ import (
 // with what its clients saw acknowledged. It is kept as JSON beside the
 // directory (see damageSeeds).
 type damageSeed struct {
-	Name       string            // "stopped" or "killed"
+	Name       string            // "stopped" or "killed" ("tan-stopped", "tan-killed" on tan)
+	LogStore   string            // --raft-log-store: "pebble" ("" in older seeds) or "tan"
 	Dir        string            // the data directory; copied for each case, never started itself
 	Config     string            // its zoo.cfg (damageZooCfg)
 	ClientAddr string            // a standalone member: no Raft port
@@ -56,7 +57,11 @@ const damageZooCfg = "tickTime=2000\nsnapCount=100\nadmin.enableServer=false\n"
 // are on the Pebble log store, whose files these cases damage (tan is the
 // default for a new data directory; its files have cases of their own).
 func (s *damageSeed) serveArgs(dataDir string) []string {
-	return []string{"serve", "--config", s.Config, "--data-dir", dataDir, "--client-addr", s.ClientAddr, "--log-level", "warn", "--raft-log-store=pebble"}
+	store := s.LogStore
+	if store == "" {
+		store = "pebble"
+	}
+	return []string{"serve", "--config", s.Config, "--data-dir", dataDir, "--client-addr", s.ClientAddr, "--log-level", "warn", "--raft-log-store=" + store}
 }
 
 var seeds struct {
@@ -70,6 +75,13 @@ var seeds struct {
 // ZKRAFT_DAMAGE_SEEDS names a directory that keeps them between runs
 // (while changing the damage cases).
 func damageSeeds(t *testing.T) []*damageSeed {
+	t.Helper()
+	return damageSeedsOn(t, "pebble")
+}
+
+// damageSeedsOn returns the two seeds on the Raft log store store
+// ("pebble" or "tan"; the tan seeds' names start with "tan-").
+func damageSeedsOn(t *testing.T, store string) []*damageSeed {
 	t.Helper()
 	seeds.Lock()
 	defer seeds.Unlock()
@@ -90,10 +102,14 @@ func damageSeeds(t *testing.T) []*damageSeed {
 		name string
 		kill bool
 	}{{"stopped", false}, {"killed", true}} {
-		s := seeds.byName[v.name]
+		name := v.name
+		if store != "pebble" {
+			name = store + "-" + name
+		}
+		s := seeds.byName[name]
 		if s == nil {
-			s = writeDamageSeed(t, seeds.root, v.name, v.kill)
-			seeds.byName[v.name] = s
+			s = writeDamageSeed(t, seeds.root, name, store, v.kill)
+			seeds.byName[name] = s
 		}
 		out = append(out, s)
 	}
@@ -107,7 +123,7 @@ var cleanups []func()
 // stopped with SIGTERM, then a second run (whose start flushes the first
 // run's writes from the Pebble WALs into tables), stopped with SIGTERM or,
 // if kill, with SIGKILL while the writes flow.
-func writeDamageSeed(t *testing.T, root, name string, kill bool) *damageSeed {
+func writeDamageSeed(t *testing.T, root, name, store string, kill bool) *damageSeed {
 	t.Helper()
 	saved := filepath.Join(root, name, "seed.json")
 	if b, err := os.ReadFile(saved); err == nil {
@@ -119,6 +135,7 @@ func writeDamageSeed(t *testing.T, root, name string, kill bool) *damageSeed {
 	}
 	s := &damageSeed{
 		Name:       name,
+		LogStore:   store,
 		Dir:        filepath.Join(root, name, "data"),
 		Config:     filepath.Join(root, name, "zoo.cfg"),
 		ClientAddr: freeport.Addr(t),
@@ -340,6 +357,10 @@ func fileKind(rel string) string {
 	switch {
 	case base == "LOCK":
 		return ""
+	case strings.Contains(rel, string(filepath.Separator)+"tandb"+string(filepath.Separator)):
+		return tanKind(rel)
+	case base == "zkraft-raft-log": // the tandb directory the member opened (server/logstore.go)
+		k = top + "/" + base
 	case base == "dragonboat.ds" || base == "NODEHOST.ID":
 		k = top + "/" + base
 	case top == "raft" && strings.Contains(rel, "snapshot-"):
@@ -364,6 +385,21 @@ func fileKind(rel string) string {
 // numbered) non-empty one, in the Raft log store's shard that holds the
 // member's Raft shard (logdb-1).
 func damageTargets(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	out := pickTargets(t, dir)
+	for _, k := range []string{"raft/dragonboat.ds", "raft-wal/dragonboat.ds", "raft/NODEHOST.ID",
+		"Raft log WAL", "Raft log sst", "Raft log MANIFEST", "Raft log CURRENT", "Raft log OPTIONS",
+		"snapshot data", "snapshot snapshot.metadata",
+		"state sst", "state MANIFEST", "state CURRENT", "state OPTIONS", "state applied mark"} {
+		if out[k] == "" {
+			t.Fatalf("the seed has no %s file: the test would not cover it", k)
+		}
+	}
+	return out
+}
+
+// pickTargets is damageTargets without the list of kinds it must find.
+func pickTargets(t *testing.T, dir string) map[string]string {
 	t.Helper()
 	byKind := map[string][]string{}
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
@@ -393,14 +429,6 @@ func damageTargets(t *testing.T, dir string) map[string]string {
 		}
 		sort.Strings(files) // Pebble's numbers and Dragonboat's indexes are zero-padded
 		out[k] = files[len(files)-1]
-	}
-	for _, k := range []string{"raft/dragonboat.ds", "raft-wal/dragonboat.ds", "raft/NODEHOST.ID",
-		"Raft log WAL", "Raft log sst", "Raft log MANIFEST", "Raft log CURRENT", "Raft log OPTIONS",
-		"snapshot data", "snapshot snapshot.metadata",
-		"state sst", "state MANIFEST", "state CURRENT", "state OPTIONS", "state applied mark"} {
-		if out[k] == "" {
-			t.Fatalf("the seed has no %s file: the test would not cover it", k)
-		}
 	}
 	return out
 }

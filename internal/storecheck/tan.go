@@ -281,6 +281,12 @@ func checkTanDB(dir string, r *TanReport) error {
 	sort.Slice(nums, func(i, j int) bool { return nums[i] < nums[j] })
 	for _, n := range nums {
 		if _, ok := onDisk[n]; !ok {
+			if tail != nil {
+				// tan deletes a log after the record that deletes it
+				// from the version is synced: that record is in the
+				// torn end.
+				return &Damage{File: manifest, Problem: fmt.Sprintf("lists %06d.log, which is missing, and ends in a damaged record (%s): it lost the record that deleted the log", n, tail.Problem)}
+			}
 			return &Damage{File: tanName(dir, n, ".log"), Problem: "missing, but the tan MANIFEST " + manifestName + " lists it"}
 		}
 	}

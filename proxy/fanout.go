@@ -5,6 +5,7 @@ import (
 	"os"
 	"runtime"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -38,72 +39,98 @@ import (
 // fanOutChunk is the fewest sessions worth a goroutine of their own.
 const fanOutChunk = 512
 
+// fanRecord is the last fan-out's timing, for the upstream command
+// (operator.go): when the Event was read, when the fan-out began and
+// ended (every target's notification written, queued or held), its
+// targets, how many the fan-out wrote whole itself, and the slowest
+// worker's share.
+type fanRecord struct {
+	read, start, end time.Time
+	sessions, direct int
+	workers          int
+}
+
 // fanOut gives the notification frame of zxid to every target (each a
 // distinct client). It runs on the upstream reader and returns when every
-// target has it queued, held or written.
-func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte) {
+// target has it queued, held or written. read is when the Event was read.
+func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte, read time.Time) {
 	workers := p.cfg.FanOutWorkers
 	if workers <= 0 {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	workers = min(workers, (len(targets)+fanOutChunk-1)/fanOutChunk)
+	rec := fanRecord{read: read, start: time.Now(), sessions: len(targets), workers: max(workers, 1)}
 	if workers <= 1 {
 		for _, c := range targets {
-			c.heldNote(zxid, frame)
-		}
-		return
-	}
-	var wg sync.WaitGroup
-	per := (len(targets) + workers - 1) / workers
-	for i := 0; i < len(targets); i += per {
-		part := targets[i:min(i+per, len(targets))]
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for _, c := range part {
-				c.heldNote(zxid, frame)
+			if c.heldNote(zxid, frame) {
+				rec.direct++
 			}
-		}()
+		}
+	} else {
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		per := (len(targets) + workers - 1) / workers
+		for i := 0; i < len(targets); i += per {
+			part := targets[i:min(i+per, len(targets))]
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				direct := 0
+				for _, c := range part {
+					if c.heldNote(zxid, frame) {
+						direct++
+					}
+				}
+				mu.Lock()
+				rec.direct += direct
+				mu.Unlock()
+			}()
+		}
+		wg.Wait()
 	}
-	wg.Wait()
+	rec.end = time.Now()
+	p.stats.fan.Lock()
+	p.stats.fan.last = rec
+	p.stats.fan.Unlock()
 }
 
 // heldNote is held for a shared watch's notification: it is delivered at
 // once (written straight to the socket when nothing else waits for it)
 // unless requests are outstanding. The upstream reader, or one fan-out
 // goroutine for this client while the reader waits for it.
-func (c *client) heldNote(zxid int64, frame []byte) {
+// It says whether the frame was written whole to the socket here.
+func (c *client) heldNote(zxid int64, frame []byte) bool {
 	if len(c.evq) == 0 && c.outstanding() == 0 {
-		c.deliverDirect(zxid, frame)
-		return
+		return c.deliverDirect(zxid, frame)
 	}
 	c.held(zxid, frame)
+	return false
 }
 
 // deliverDirect is deliver, writing frame straight to the socket when the
 // outbox is empty and no flusher runs (writeNow).
-func (c *client) deliverDirect(zxid int64, frame []byte) {
+func (c *client) deliverDirect(zxid int64, frame []byte) bool {
 	if zxid > c.zxid.Load() {
 		c.zxid.Store(zxid)
 	}
 	c.tell(zxid)
-	c.queueDirect(frame)
+	return c.queueDirect(frame)
 }
 
 // queueDirect is queue, but tries a non-blocking write of frame first
 // when nothing is queued before it; what the socket does not take is
 // queued for the flusher, in order. frame is shared by every session and
-// never written to.
-func (c *client) queueDirect(frame []byte) {
+// never written to. It says whether the socket took the whole frame.
+func (c *client) queueDirect(frame []byte) bool {
 	c.out.Lock()
 	if c.out.closed {
 		c.out.Unlock()
-		return
+		return false
 	}
 	if c.out.flushing || len(c.out.frames) > 0 || c.rc == nil {
 		c.out.Unlock()
 		c.queue(frame)
-		return
+		return false
 	}
 	// INVARIANT: no flusher runs and nothing is queued, and c.out is held:
 	// no other write to the socket can start before this one ends.
@@ -113,19 +140,20 @@ func (c *client) queueDirect(frame []byte) {
 		c.out.Unlock()
 		c.stats.sent.Add(1)
 		c.p.stats.sent.Add(1)
-		return
+		return true
 	case errors.Is(err, os.ErrDeadlineExceeded):
 		// Not this write's: a deadline left on the descriptor (the
 		// flusher clears its own). The flusher writes it, with one.
 		c.queueLocked(frame)
-		return
+		return false
 	case err != nil && err != errWouldBlock:
 		c.out.closed, c.out.frames, c.out.bytes = true, nil, 0
 		c.out.Unlock()
 		c.close()
-		return
+		return false
 	}
 	c.queueLocked(frame[n:])
+	return false
 }
 
 // writeNow writes b to c's socket without waiting: how much the socket

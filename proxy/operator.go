@@ -254,6 +254,9 @@ func (p *Proxy) upstreamJSON() operator.Object {
 	p.liveness.mu.Lock()
 	starved, unsent, graced, silent, lateMax, note := p.liveness.mu.starved, p.liveness.mu.unsent, p.liveness.mu.graced, p.liveness.mu.silent, p.liveness.mu.lateMax, p.liveness.mu.lastNote
 	p.liveness.mu.Unlock()
+	p.stats.fan.Lock()
+	fan := p.stats.fan.last
+	p.stats.fan.Unlock()
 	since := ""
 	if !at.IsZero() {
 		since = at.UTC().Format(time.RFC3339)
@@ -299,7 +302,24 @@ func (p *Proxy) upstreamJSON() operator.Object {
 		{"member_silent", silent},
 		{"reader_late_max_ms", lateMax.Milliseconds()},
 		{"last_liveness_note", note},
+		// The last shared watch's fan-out (fanout.go): Unix ns when its
+		// Event was read, when the fan-out began and ended; its sessions,
+		// those written whole by the fan-out itself, its goroutines.
+		{"fanout_last_read_unix_ns", unixNs(fan.read)},
+		{"fanout_last_start_unix_ns", unixNs(fan.start)},
+		{"fanout_last_end_unix_ns", unixNs(fan.end)},
+		{"fanout_last_sessions", fan.sessions},
+		{"fanout_last_direct", fan.direct},
+		{"fanout_last_workers", fan.workers},
 	}
+}
+
+// unixNs is t in Unix ns, 0 for the zero time.
+func unixNs(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
 }
 
 func stringList(ss []string) []any {

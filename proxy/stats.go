@@ -78,6 +78,11 @@ type proxyStats struct {
 		sync.Mutex
 		lat latency
 	}
+	// fan is the last shared watch's fan-out (fanout.go).
+	fan struct {
+		sync.Mutex
+		last fanRecord
+	}
 }
 
 // resetLocked is srst's part: packets and latencies.

@@ -3,6 +3,7 @@ package proxy
 import (
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/proxy/wire"
@@ -253,6 +254,7 @@ func (sw *sharedWatches) watching(c *client, w *wire.Watching) {
 // watches are then used up); a session the member names as denied is
 // told nothing, its one-shot watch used up all the same.
 func (sw *sharedWatches) event(e *wire.Event) {
+	read := time.Now()
 	typ := jute.EventType(e.Type)
 	var targets []*client
 	sw.mu.Lock()
@@ -310,7 +312,7 @@ func (sw *sharedWatches) event(e *wire.Event) {
 	frame := jute.AppendFrame(nil,
 		&jute.ReplyHeader{Xid: jute.XidNotification, Zxid: e.Zxid},
 		&jute.WatcherEvent{Type: typ, State: jute.StateSyncConnected, Path: e.Path})
-	sw.u.p.fanOut(targets, e.Zxid, frame)
+	sw.u.p.fanOut(targets, e.Zxid, frame, read)
 }
 
 func denied(chans []int64, ch int64) bool {

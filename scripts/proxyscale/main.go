@@ -75,6 +75,7 @@ func main() {
 	killMember := flag.Bool("kill-member", false, "after the proxy's kill, kill (SIGKILL) the follower most proxies use, and count the sessions lost")
 	ephemerals := flag.Int("ephemerals", 1000, "sessions per load process in the scale phase that each create an ephemeral (counted after the kills)")
 	watches := flag.Int("watches", 64, "getData watches in flight per load process in the watch phase (each goes up to the cell)")
+	perfOut := flag.String("perf", "", "record the whole machine with perf (perf record -a -g) from a second before the watch's write to its last notification, into this file")
 	watchOnly := flag.Bool("watch-only", false, "skip the CPU windows (phase 1) and the kills (phase 3): open the sessions, hold them, measure the watch")
 	killOnly := flag.Bool("kill-only", false, "skip the CPU windows (phase 1) and the watch: open the sessions, hold them, kill a proxy (and with -kill-member a member)")
 	source := flag.String("source", "", "load: the local address to dial from (internal: each load process has its own loopback address)")
@@ -102,7 +103,7 @@ func main() {
 	if ceilDiv(biggest, max(*loaders, 1)) > perProcess || ceilDiv(biggest, max(*proxies, 1)) > perProcess || ceilDiv(*cpuSessions, 3) > perProcess {
 		log.Fatalf("proxyscale: keep each load process, proxy and member under %d sessions (the open-file limit is about 20,000): more -loaders or -proxies", perProcess)
 	}
-	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly, oneSource: *oneSource, proxyProcs: *proxyProcs, loadProcs: *loadProcs}
+	c := &cfg{sessions: *sessions, cpuSessions: *cpuSessions, proxies: *proxies, loaders: *loaders, idle: *idle, hold: *hold, timeout: *timeout, bin: *bin, proxiedFirst: *proxiedFirst, zk: *withZK, killMember: *killMember, handshakes: *handshakes, ephemerals: *ephemerals, watches: *watches, single: *single, watchOnly: *watchOnly, killOnly: *killOnly, oneSource: *oneSource, proxyProcs: *proxyProcs, loadProcs: *loadProcs, perf: *perfOut}
 	if err := c.run(); err != nil {
 		log.Fatal(err)
 	}
@@ -119,6 +120,7 @@ type cfg struct {
 	idle, hold, timeout                             time.Duration
 	bin                                             string
 	proxiedFirst, zk, killMember, single, watchOnly bool
+	perf                                            string // perf record's output over the watch (-perf)
 	killOnly, oneSource                             bool
 }
 

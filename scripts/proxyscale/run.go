@@ -451,6 +451,8 @@ func (r *run) watchPhase(w *zk.Conn, ls []*loader, groups []group) error {
 	// The CPU over the second before the write is the processes'
 	// background (pings, keep-alives), taken off the fan-out's figures.
 	stopSampling, samples := r.sampleCPU(groups, ls)
+	stopPerf := r.startPerf()
+	defer stopPerf()
 	time.Sleep(time.Second)
 	sent := time.Now()
 	_, err := w.Set(watchPath, []byte("1"), -1)
@@ -491,6 +493,7 @@ func (r *run) watchPhase(w *zk.Conn, ls []*loader, groups []group) error {
 		}
 	}
 	stopSampling()
+	stopPerf()
 	slices.Sort(lat)
 	q := func(p float64) time.Duration {
 		if len(lat) == 0 {
@@ -516,7 +519,63 @@ func (r *run) watchPhase(w *zk.Conn, ls []*loader, groups []group) error {
 			ms(acked.Sub(sent)+q(1)), samples.per(sent, acked.Add(q(1)), notified))
 	}
 	fmt.Printf("  %-9s proxies' upstream: %s\n", "watch", r.upstreamFigures())
+	for _, f := range r.fanoutFigures(acked) {
+		fmt.Printf("  %-9s %s\n", "watch", f)
+	}
 	return nil
+}
+
+// startPerf starts perf record over the whole machine when -perf names
+// a file; the function it returns stops it and waits for it to write.
+func (r *run) startPerf() func() {
+	if r.perf == "" {
+		return func() {}
+	}
+	cmd := exec.Command("perf", "record", "-a", "-g", "-F", "1999", "-o", r.perf)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		fmt.Printf("  %-9s perf: %v\n", "watch", err)
+		return func() {}
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			cmd.Process.Signal(os.Interrupt)
+			cmd.Wait()
+		})
+	}
+}
+
+// fanoutFigures is each proxy's last fan-out (its upstream command's
+// fanout_last_*), timed from the write's acknowledgement: when its Event
+// was read, when its fan-out began and ended, and its sessions.
+func (r *run) fanoutFigures(acked time.Time) []string {
+	var out []string
+	hc := http.Client{Timeout: 10 * time.Second}
+	for i, a := range r.pxAdmins {
+		resp, err := hc.Get("http://" + a + "/commands/upstream")
+		if err != nil {
+			out = append(out, fmt.Sprintf("proxy %d fan-out: %v", i, err))
+			continue
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil {
+			continue
+		}
+		at := func(k string) string {
+			v, _ := m[k].(float64)
+			if v == 0 {
+				return "-"
+			}
+			return fmt.Sprintf("%+.1f ms", float64(int64(v)-acked.UnixNano())/1e6)
+		}
+		n := func(k string) int { v, _ := m[k].(float64); return int(v) }
+		out = append(out, fmt.Sprintf("proxy %d fan-out from the acknowledgement: Event read %s, began %s, ended %s; %d sessions, %d written whole by the fan-out, %d goroutines",
+			i, at("fanout_last_read_unix_ns"), at("fanout_last_start_unix_ns"), at("fanout_last_end_unix_ns"), n("fanout_last_sessions"), n("fanout_last_direct"), n("fanout_last_workers")))
+	}
+	return out
 }
 
 // kills kills proxy 0 (and with -kill-member a follower) and counts the

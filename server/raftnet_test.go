@@ -250,6 +250,7 @@ func TestRaftNetSendsDragonboatFrames(t *testing.T) {
 	}
 	got := make(chan frame, 4)
 	go func() {
+		defer close(got) // a frame that does not decode ends the stream
 		c, err := ln.Accept()
 		if err != nil {
 			return
@@ -262,7 +263,6 @@ func TestRaftNetSendsDragonboatFrames(t *testing.T) {
 			}
 			if head[0] == 0 && head[1] == 0 {
 				_, _ = c.Write([]byte{0, 0})
-				close(got)
 				return
 			}
 			if _, err := io.ReadFull(c, head[2:]); err != nil {

@@ -321,4 +321,3 @@ func TestRaftNetValidate(t *testing.T) {
 		t.Errorf("%d addresses remembered, want 2", n)
 	}
 }
-

@@ -18,7 +18,8 @@
 # Each comparison runs ROUNDS alternating rounds (A, B[, C], then reversed)
 # and prints every run, the load average before it, the medians, c1's
 # achieved rate and, over each c2 run, each member's CPU (% of one core)
-# and fdatasync calls a second (with perf, when it may trace the members),
+# and fsync plus fdatasync calls a second (with perf, when it may trace the
+# members: tan syncs its logs with fsync, the Pebble stores with fdatasync),
 # and each load generator's CPU. The figures are printed, never asserted:
 # on a shared machine they measure the machine as much as zkraft; repeat
 # them on a quiet one.
@@ -160,9 +161,9 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 secs() { awk -v d="$1" 'BEGIN {if (d ~ /ms$/) print d / 1000; else print d + 0}'; }
 
 # measure CMD...: runs CMD while counting each member's CPU ticks and, with
-# perf, its fdatasync calls; sets cpu_line. Its stdout is CMD's.
+# perf, its fsync and fdatasync calls; sets cpu_line. Its stdout is CMD's.
 have_perf=0
-if command -v perf >/dev/null && perf stat -x, -e syscalls:sys_enter_fdatasync -p "${pids[0]}" sleep 0.1 >/dev/null 2>&1; then
+if command -v perf >/dev/null && perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync -p "${pids[0]}" sleep 0.1 >/dev/null 2>&1; then
 	have_perf=1
 fi
 ticks() { for p in "${pids[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat"; done; }
@@ -175,7 +176,7 @@ measure() {
 	s0=$(date +%s.%N)
 	if ((have_perf)); then
 		for i in 0 1 2; do
-			perf stat -x, -e syscalls:sys_enter_fdatasync -p "${pids[i]}" -o "$dir/perf$i" >/dev/null 2>&1 &
+			perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync -p "${pids[i]}" -o "$dir/perf$i" >/dev/null 2>&1 &
 			perfs+=($!)
 		done
 	fi
@@ -195,9 +196,9 @@ measure() {
 		cpu_line+=$(awk -v d=$((t1[i] - t0[i])) -v el="$el" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf " %.0f%%", d / hz / el * 100}')
 	done
 	if ((have_perf)); then
-		cpu_line+=", fdatasync/s"
+		cpu_line+=", fsync+fdatasync/s"
 		for i in 0 1 2; do
-			cpu_line+=$(awk -F, -v el="$el" '/fdatasync/ {printf " %.0f", $1 / el}' "$dir/perf$i")
+			cpu_line+=$(awk -F, -v el="$el" '/sys_enter_f(data)?sync/ {n += $1} END {printf " %.0f", n / el}' "$dir/perf$i")
 		done
 	fi
 	cpu_line+=$(awk -v b=$((b1 - b0)) -v a=$((a1 - a0)) -v n="$(nproc)" 'BEGIN {if (a > 0) printf ", machine busy %.0f%% of %d cores", b / a * 100, n}')

@@ -226,7 +226,7 @@ for r in $(seq "$rounds"); do
 		la=$(loadavg)
 		if [[ $kind == one ]]; then
 			# shellcheck disable=SC2046
-			measure bench -inflight "$scale_inflight" $(cell 1) >"$dir/run.json"
+			measure timed "$dir/lg.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight "$scale_inflight" $(cell 1) >"$dir/run.json"
 			if ((!run_ok)); then
 				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
 				continue
@@ -234,11 +234,11 @@ for r in $(seq "$rounds"); do
 			out=$(cat "$dir/run.json")
 			t=$(jq '.aggregate_throughput' <<<"$out")
 			one+=("$t")
-			printf 'round %d  one cell    load %5s  %8.0f ops/s  p99 %6.1f ms  (%s)\n' "$r" "$la" "$t" \
-				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")" "$cpu_line"
+			printf 'round %d  one cell    load %5s  %8.0f ops/s  p99 %6.1f ms  (%s, load generator CPU %s)\n' "$r" "$la" "$t" \
+				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")" "$cpu_line" "$(client_cpu "$dir/lg.time")"
 		else
 			# shellcheck disable=SC2046
-			measure bench -inflight "$scale_inflight" $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
+			measure timed "$dir/lg.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight "$scale_inflight" $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
 			if ((!run_ok)); then
 				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
 				continue
@@ -247,7 +247,7 @@ for r in $(seq "$rounds"); do
 			t=$(jq '.aggregate_throughput' <<<"$out")
 			four+=("$t")
 			printf 'round %d  four cells  load %5s  %8.0f ops/s aggregate  per cell %s  (%s)\n' "$r" "$la" "$t" \
-				"$(jq -r '[.cells[] | "\(.cell) \(.result.throughput | floor) ops/s p99 \(.result.latency.p99_us / 1000 | floor) ms"] | join(", ")' <<<"$out")" "$cpu_line"
+				"$(jq -r '[.cells[] | "\(.cell) \(.result.throughput | floor) ops/s p99 \(.result.latency.p99_us / 1000 | floor) ms"] | join(", ")' <<<"$out")" "$cpu_line, load generator CPU $(client_cpu "$dir/lg.time")"
 		fi
 	done
 done

@@ -60,6 +60,11 @@ func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte, read time.Ti
 	}
 	workers = min(workers, (len(targets)+fanOutChunk-1)/fanOutChunk)
 	rec := fanRecord{read: read, start: time.Now(), sessions: len(targets), workers: max(workers, 1)}
+	if len(targets) >= fanOutChunk {
+		// Notifications before pings (poller.fanWait).
+		p.poll.fanStart()
+		defer p.poll.fanEnd()
+	}
 	if workers <= 1 {
 		for _, c := range targets {
 			if c.heldNote(zxid, frame) {

@@ -394,7 +394,9 @@ func (c *client) request(body []byte) error {
 			c.answeredAt(flight{op: jute.OpPing, at: now, xid: jute.XidPing}, h, now)
 			// Written by this reader when nothing is queued before it
 			// (fanout.go): no flusher goroutine per ping.
-			c.queueDirect(jute.AppendFrame(nil, &h))
+			if c.queueDirect(jute.AppendFrame(nil, &h)) {
+				c.p.stats.sent.Add(1)
+			}
 			return nil
 		}
 		f := flight{size: len(body), op: hdr.Type, at: now, xid: hdr.Xid}
@@ -715,9 +717,10 @@ func (c *client) flusher() {
 			c.close()
 			return
 		}
-		// The deadline bounds this write only: a write straight from the
-		// fan-out or a ping (queueDirect) goes through the same descriptor,
-		// which refuses any write once a deadline has passed.
+		// The deadline bounds this write only (a write straight from the
+		// fan-out or a ping, queueDirect, is a send(2) on the descriptor
+		// that no deadline of Go's sees; the flusher's next write sets its
+		// own).
 		c.nc.SetWriteDeadline(time.Time{})
 	}
 }
@@ -739,6 +742,12 @@ func (c *client) closeNow() {
 			c.p.poll.forgetLocked(c, c.fd)
 		}
 		c.pmu.Unlock()
+		// INVARIANT: no write straight to the descriptor (writeNow, under
+		// c.out with c.out.closed false) runs or starts once the socket
+		// closes: the descriptor's number may be reused at once.
+		c.out.Lock()
+		c.out.closed = true
+		c.out.Unlock()
 		close(c.done)
 		c.nc.Close()
 		c.fl.Lock()

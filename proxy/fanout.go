@@ -1,11 +1,11 @@
 package proxy
 
 import (
-	"errors"
-	"os"
 	"runtime"
 	"sync"
+	"syscall"
 	"time"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -66,6 +66,7 @@ func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte, read time.Ti
 				rec.direct++
 			}
 		}
+		p.stats.sent.Add(int64(rec.direct))
 	} else {
 		var wg sync.WaitGroup
 		var mu sync.Mutex
@@ -81,6 +82,7 @@ func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte, read time.Ti
 						direct++
 					}
 				}
+				p.stats.sent.Add(int64(direct))
 				mu.Lock()
 				rec.direct += direct
 				mu.Unlock()
@@ -120,14 +122,15 @@ func (c *client) deliverDirect(zxid int64, frame []byte) bool {
 // queueDirect is queue, but tries a non-blocking write of frame first
 // when nothing is queued before it; what the socket does not take is
 // queued for the flusher, in order. frame is shared by every session and
-// never written to. It says whether the socket took the whole frame.
+// never written to. It says whether the socket took the whole frame; then
+// the caller counts it in p.stats.sent.
 func (c *client) queueDirect(frame []byte) bool {
 	c.out.Lock()
 	if c.out.closed {
 		c.out.Unlock()
 		return false
 	}
-	if c.out.flushing || len(c.out.frames) > 0 || c.rc == nil {
+	if c.out.flushing || len(c.out.frames) > 0 || c.fd < 0 {
 		c.out.Unlock()
 		c.queue(frame)
 		return false
@@ -139,13 +142,10 @@ func (c *client) queueDirect(frame []byte) bool {
 	case err == nil && n == len(frame):
 		c.out.Unlock()
 		c.stats.sent.Add(1)
-		c.p.stats.sent.Add(1)
+		// The proxy's count (p.stats.sent) is the caller's to add: the
+		// fan-out adds its whole share once, not one atomic add per
+		// session on a counter its workers all write.
 		return true
-	case errors.Is(err, os.ErrDeadlineExceeded):
-		// Not this write's: a deadline left on the descriptor (the
-		// flusher clears its own). The flusher writes it, with one.
-		c.queueLocked(frame)
-		return false
 	case err != nil && err != errWouldBlock:
 		c.out.closed, c.out.frames, c.out.bytes = true, nil, 0
 		c.out.Unlock()
@@ -157,28 +157,34 @@ func (c *client) queueDirect(frame []byte) bool {
 }
 
 // writeNow writes b to c's socket without waiting: how much the socket
-// took (0 and errWouldBlock when nothing).
+// took (0 and errWouldBlock when nothing). c.out must be held, and
+// c.out.closed false: closeNow sets it under c.out before the socket
+// closes, so the descriptor is c's own for the whole call and cannot be
+// closed, and its number reused, under it.
+//
+// It is one send(2) with MSG_DONTWAIT on the descriptor, not the
+// RawConn's Write: on the fan-out's path (docs/proxy.md, "The fan-out's
+// cost, part 2") that took the descriptor's lock and reset its poll
+// state for every notification, and write(2) passes through vfs_write
+// (its fsnotify hook touches the socket's inode) where send(2) goes
+// straight to the socket. The call never blocks, so it is a raw system
+// call (no hand-off of the P around it).
 func (c *client) writeNow(b []byte) (int, error) {
-	var n int
-	var werr error
-	err := c.rc.Write(func(fd uintptr) bool {
-		for {
-			n, werr = unix.Write(int(fd), b)
-			if werr != unix.EINTR {
-				return true // never wait: the flusher does
-			}
+	if len(b) == 0 {
+		return 0, nil
+	}
+	for {
+		n, _, errno := syscall.RawSyscall6(syscall.SYS_SENDTO, uintptr(c.fd),
+			uintptr(unsafe.Pointer(&b[0])), uintptr(len(b)),
+			uintptr(unix.MSG_DONTWAIT|unix.MSG_NOSIGNAL), 0, 0)
+		switch errno {
+		case 0:
+			return int(n), nil
+		case unix.EINTR:
+			continue
+		case unix.EAGAIN:
+			return 0, errWouldBlock
 		}
-	})
-	if err != nil {
-		return 0, err
+		return 0, errno
 	}
-	switch {
-	case werr == unix.EAGAIN:
-		return 0, errWouldBlock
-	case werr != nil:
-		return 0, werr
-	case n < 0:
-		return 0, errWouldBlock
-	}
-	return n, nil
 }

@@ -89,6 +89,16 @@ func TestRaftTransportMixedSnapshotCatchUp(t *testing.T) {
 	checkTransports(t, tc)
 }
 
+// TestRaftTransportZkraftSnapshotCatchUp: the same with zkraft's
+// transport on every member.
+func TestRaftTransportZkraftSnapshotCatchUp(t *testing.T) {
+	tc := newTestClusterWith(t, 3, 50, func(c *Config) { c.RaftTransport = RaftTransportZkraft })
+	lag := catchUpFromSnapshot(t, tc)
+	if n := tc.server(lag).raftNet.chunksIn.Load(); n == 0 {
+		t.Fatalf("member %d installed a snapshot but its transport received no chunk", lag)
+	}
+}
+
 // TestQuorumTLSMixedTransports: under sslQuorum both transports use
 // mutual TLS and leave the payload CRC out, and still talk to each other.
 func TestQuorumTLSMixedTransports(t *testing.T) {

@@ -18,7 +18,8 @@
 # Each comparison runs ROUNDS alternating rounds (A, B[, C], then reversed)
 # and prints every run, the load average before it, the medians, c1's
 # achieved rate and, over each c2 run, each member's CPU (% of one core)
-# and fdatasync calls a second (with perf, when it may trace the members),
+# and fsync plus fdatasync calls a second (with perf, when it may trace the
+# members: tan syncs its logs with fsync, the Pebble stores with fdatasync),
 # and each load generator's CPU. The figures are printed, never asserted:
 # on a shared machine they measure the machine as much as zkraft; repeat
 # them on a quiet one.
@@ -160,9 +161,9 @@ median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else prin
 secs() { awk -v d="$1" 'BEGIN {if (d ~ /ms$/) print d / 1000; else print d + 0}'; }
 
 # measure CMD...: runs CMD while counting each member's CPU ticks and, with
-# perf, its fdatasync calls; sets cpu_line. Its stdout is CMD's.
+# perf, its fsync and fdatasync calls; sets cpu_line. Its stdout is CMD's.
 have_perf=0
-if command -v perf >/dev/null && perf stat -x, -e syscalls:sys_enter_fdatasync -p "${pids[0]}" sleep 0.1 >/dev/null 2>&1; then
+if command -v perf >/dev/null && perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync -p "${pids[0]}" sleep 0.1 >/dev/null 2>&1; then
 	have_perf=1
 fi
 ticks() { for p in "${pids[@]}"; do awk '{print $14 + $15}' "/proc/$p/stat"; done; }
@@ -175,7 +176,7 @@ measure() {
 	s0=$(date +%s.%N)
 	if ((have_perf)); then
 		for i in 0 1 2; do
-			perf stat -x, -e syscalls:sys_enter_fdatasync -p "${pids[i]}" -o "$dir/perf$i" >/dev/null 2>&1 &
+			perf stat -x, -e syscalls:sys_enter_fsync,syscalls:sys_enter_fdatasync -p "${pids[i]}" -o "$dir/perf$i" >/dev/null 2>&1 &
 			perfs+=($!)
 		done
 	fi
@@ -195,9 +196,9 @@ measure() {
 		cpu_line+=$(awk -v d=$((t1[i] - t0[i])) -v el="$el" -v hz="$(getconf CLK_TCK)" 'BEGIN {printf " %.0f%%", d / hz / el * 100}')
 	done
 	if ((have_perf)); then
-		cpu_line+=", fdatasync/s"
+		cpu_line+=", fsync+fdatasync/s"
 		for i in 0 1 2; do
-			cpu_line+=$(awk -F, -v el="$el" '/fdatasync/ {printf " %.0f", $1 / el}' "$dir/perf$i")
+			cpu_line+=$(awk -F, -v el="$el" '/sys_enter_f(data)?sync/ {n += $1} END {printf " %.0f", n / el}' "$dir/perf$i")
 		done
 	fi
 	cpu_line+=$(awk -v b=$((b1 - b0)) -v a=$((a1 - a0)) -v n="$(nproc)" 'BEGIN {if (a > 0) printf ", machine busy %.0f%% of %d cores", b / a * 100, n}')
@@ -225,7 +226,7 @@ for r in $(seq "$rounds"); do
 		la=$(loadavg)
 		if [[ $kind == one ]]; then
 			# shellcheck disable=SC2046
-			measure bench -inflight "$scale_inflight" $(cell 1) >"$dir/run.json"
+			measure timed "$dir/lg.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight "$scale_inflight" $(cell 1) >"$dir/run.json"
 			if ((!run_ok)); then
 				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
 				continue
@@ -233,11 +234,11 @@ for r in $(seq "$rounds"); do
 			out=$(cat "$dir/run.json")
 			t=$(jq '.aggregate_throughput' <<<"$out")
 			one+=("$t")
-			printf 'round %d  one cell    load %5s  %8.0f ops/s  p99 %6.1f ms  (%s)\n' "$r" "$la" "$t" \
-				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")" "$cpu_line"
+			printf 'round %d  one cell    load %5s  %8.0f ops/s  p99 %6.1f ms  (%s, load generator CPU %s)\n' "$r" "$la" "$t" \
+				"$(jq '.cells[0].result.latency.p99_us / 1000' <<<"$out")" "$cpu_line" "$(client_cpu "$dir/lg.time")"
 		else
 			# shellcheck disable=SC2046
-			measure bench -inflight "$scale_inflight" $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
+			measure timed "$dir/lg.time" "$zk" bench -q -json -workload write -duration "$duration" -warmup "$warmup" -delete-existing -inflight "$scale_inflight" $(cell 1) $(cell 2) $(cell 3) $(cell 4) >"$dir/run.json"
 			if ((!run_ok)); then
 				printf 'round %d  %-10s  load %5s  failed\n' "$r" "$kind" "$la"
 				continue
@@ -246,7 +247,7 @@ for r in $(seq "$rounds"); do
 			t=$(jq '.aggregate_throughput' <<<"$out")
 			four+=("$t")
 			printf 'round %d  four cells  load %5s  %8.0f ops/s aggregate  per cell %s  (%s)\n' "$r" "$la" "$t" \
-				"$(jq -r '[.cells[] | "\(.cell) \(.result.throughput | floor) ops/s p99 \(.result.latency.p99_us / 1000 | floor) ms"] | join(", ")' <<<"$out")" "$cpu_line"
+				"$(jq -r '[.cells[] | "\(.cell) \(.result.throughput | floor) ops/s p99 \(.result.latency.p99_us / 1000 | floor) ms"] | join(", ")' <<<"$out")" "$cpu_line, load generator CPU $(client_cpu "$dir/lg.time")"
 		fi
 	done
 done

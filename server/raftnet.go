@@ -19,11 +19,8 @@ import (
 	"github.com/lni/dragonboat/v4/raftpb"
 )
 
-// zkraft's Raft transport between members, opt-in with
-// --raft-transport=zkraft (docs/operations.md, "Raft transport"): under
-// faulttest's pause-then-partition sequence an ensemble with it stalled
-// for 29-44 s where Dragonboat's recovered in about 1 s, cause not found
-// (docs/performance.md, "Raft transport").
+// zkraft's Raft transport between members (the default of an ensemble;
+// --raft-transport=dragonboat gives Dragonboat's own, docs/operations.md).
 //
 // It speaks Dragonboat's TCP wire format byte for byte, so a member with
 // it and a member with Dragonboat's transport talk to each other. Every
@@ -97,7 +94,7 @@ var (
 type RaftTransportKind string
 
 const (
-	// RaftTransportAuto (the zero value) is RaftTransportDragonboat.
+	// RaftTransportAuto (the zero value) is RaftTransportZkraft.
 	RaftTransportAuto RaftTransportKind = ""
 	// RaftTransportZkraft is zkraft's own transport (raftnet.go).
 	RaftTransportZkraft RaftTransportKind = "zkraft"

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/cockroachdb/pebble"
+
 	"github.com/zkraft/zkraft/jute"
 	"github.com/zkraft/zkraft/znode"
 )
@@ -123,5 +125,116 @@ func TestHistoryTrimsPastSlack(t *testing.T) {
 	// slack), then 68 is over it and trims back to 64.
 	if counts[31] != 64 || counts[32] != 66 || counts[33] != 64 || counts[34] != 66 {
 		t.Fatalf("events retained after each create: %v", counts)
+	}
+}
+
+// historyKeys lists the keys of the history space.
+func historyKeys(t *testing.T, h *harness) [][]byte {
+	t.Helper()
+	it := h.sm.mu.db.NewIter(&pebble.IterOptions{LowerBound: []byte{spaceHistory}, UpperBound: upperBound([]byte{spaceHistory})})
+	defer it.Close()
+	var keys [][]byte
+	for it.First(); it.Valid(); it.Next() {
+		keys = append(keys, append([]byte(nil), it.Key()...))
+	}
+	return keys
+}
+
+// TestHistoryOneRecordPerTransaction: the events of one zxid (a create and
+// its parent, a multi) are one record, and read back as before.
+func TestHistoryOneRecordPerTransaction(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	const s1 = 7
+	h.apply(createSession(s1, 30000))
+	start := h.zxid()
+	before := len(historyKeys(t, h))
+	h.apply(request(s1, jute.OpCreate, &jute.CreateRequest{Path: "/a", ACL: znode.OpenACL}))
+	var ops []jute.MultiOp
+	for i := 0; i < 4; i++ {
+		ops = append(ops, jute.MultiOp{Type: jute.OpCreate, Req: &jute.CreateRequest{Path: fmt.Sprintf("/a/%d", i), ACL: znode.OpenACL}})
+	}
+	h.apply(request(s1, jute.OpMulti, &jute.MultiRequest{Ops: ops}))
+	h.apply(request(s1, jute.OpSetData, &jute.SetDataRequest{Path: "/a", Data: []byte("x"), Version: -1}))
+	if n := len(historyKeys(t, h)) - before; n != 3 {
+		t.Fatalf("%d history records for 3 transactions", n)
+	}
+	_, evs := historyOf(t, h, start)
+	got := ""
+	for _, e := range evs {
+		got += fmt.Sprintf("%d:%s:%s;", e.Zxid-start, e.Type, e.Path)
+	}
+	want := "1:NodeCreated:/a;1:NodeChildrenChanged:/;" +
+		"2:NodeCreated:/a/0;2:NodeChildrenChanged:/a;2:NodeCreated:/a/1;2:NodeChildrenChanged:/a;" +
+		"2:NodeCreated:/a/2;2:NodeChildrenChanged:/a;2:NodeCreated:/a/3;2:NodeChildrenChanged:/a;" +
+		"3:NodeDataChanged:/a;"
+	if got != want {
+		t.Fatalf("history\n got %s\nwant %s", got, want)
+	}
+}
+
+// rewriteHistoryOldLayout rewrites the store's history in the layout of
+// stores written before one record per transaction: a record per event,
+// seq 0, 1, ... within a zxid.
+func rewriteHistoryOldLayout(t *testing.T, h *harness) {
+	t.Helper()
+	_, evs := historyOf(t, h, 0)
+	b := h.sm.mu.db.NewBatch()
+	if err := b.DeleteRange([]byte{spaceHistory}, upperBound([]byte{spaceHistory}), nil); err != nil {
+		t.Fatal(err)
+	}
+	var seq uint16
+	var last int64 = -1
+	for i := range evs {
+		if evs[i].Zxid != last {
+			last, seq = evs[i].Zxid, 0
+		}
+		if err := b.Set(historyKey(evs[i].Zxid, seq), appendHistory(nil, &evs[i]), nil); err != nil {
+			t.Fatal(err)
+		}
+		seq++
+	}
+	if err := b.Commit(pebble.NoSync); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.sm.mu.db.Flush(); err != nil { // the store has no WAL
+		t.Fatal(err)
+	}
+}
+
+// TestHistoryReadsOldLayout: a store written with a record per event keeps
+// its history readable, and trims it by events in whole zxids, beside the
+// new records.
+func TestHistoryReadsOldLayout(t *testing.T) {
+	h := newHarness(t, t.TempDir())
+	h.sm.histMax = 12 // slack 0
+	const s1 = 7
+	h.apply(createSession(s1, 30000))
+	for i := 0; i < 3; i++ {
+		h.apply(request(s1, jute.OpCreate, &jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), ACL: znode.OpenACL}))
+	}
+	_, want := historyOf(t, h, 0)
+	nkeys := len(historyKeys(t, h))
+	rewriteHistoryOldLayout(t, h)
+	if n := len(historyKeys(t, h)); n != 2*nkeys {
+		t.Fatalf("old layout: %d records, want %d", n, 2*nkeys)
+	}
+	_, got := historyOf(t, h, 0)
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("old layout reads\n%v\nwant\n%v", got, want)
+	}
+	h.reopen()
+	h.sm.histMax = 12
+	// Four more creates of two events each: 14 events, over the bound of
+	// 12, so the oldest whole zxid (two old records) goes.
+	for i := 3; i < 7; i++ {
+		h.apply(request(s1, jute.OpCreate, &jute.CreateRequest{Path: fmt.Sprintf("/n%d", i), ACL: znode.OpenACL}))
+	}
+	floor, evs := historyOf(t, h, 0)
+	if len(evs) != 12 || evs[0].Zxid != floor+1 || evs[0].Path != "/n1" {
+		t.Fatalf("floor %d, %d events from %+v", floor, len(evs), evs[0])
+	}
+	count := h.viewLocked(func(v View) (any, error) { return getInt64(v.tree.r, keyHistCount) })
+	if count.(int64) != 12 {
+		t.Fatalf("m:hcount %d, want 12 events", count)
 	}
 }

@@ -21,3 +21,10 @@ func HandshakeFigures(p *Proxy) (inFlight int, queued, refused, gone int64) {
 	a := p.admit
 	return len(a.slots), a.queued.Load(), a.refusedAtOnce.Load() + a.refusedWaited.Load(), a.gone.Load()
 }
+
+// FanOutRunning marks a large fan-out as running on p (as fanOut does)
+// until the returned function is called.
+func FanOutRunning(p *Proxy) (end func()) {
+	p.poll.fanStart()
+	return p.poll.fanEnd
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"sync"
 	"syscall"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -82,6 +83,67 @@ type poller struct {
 	// are the poller goroutine's.
 	buf      []byte
 	blocking bool
+
+	// fan counts the large fan-outs running (fanOut, at least
+	// fanOutChunk sessions); done is closed when the last ends. The
+	// poller waits for it before it takes more events (run).
+	fan struct {
+		sync.Mutex
+		n    int
+		done chan struct{}
+	}
+}
+
+// fanDeferMax bounds how long the poller leaves parked clients' bytes
+// (mostly pings) unread while a fan-out runs: a ping's answer is late by
+// at most this (a client's read timeout is two thirds of its session
+// timeout, 2.7 s at ZooKeeper's smallest, 4 s).
+const fanDeferMax = 500 * time.Millisecond
+
+// fanStart and fanEnd bracket a large fan-out (fanOut).
+func (pl *poller) fanStart() {
+	pl.fan.Lock()
+	if pl.fan.n == 0 {
+		pl.fan.done = make(chan struct{})
+	}
+	pl.fan.n++
+	pl.fan.Unlock()
+}
+
+func (pl *poller) fanEnd() {
+	pl.fan.Lock()
+	pl.fan.n--
+	if pl.fan.n == 0 {
+		close(pl.fan.done)
+		pl.fan.done = nil
+	}
+	pl.fan.Unlock()
+}
+
+// fanWait waits while a large fan-out runs, at most fanDeferMax.
+//
+// Notifications first: on a proxy a fan-out of thousands is CPU-bound
+// (each notification a loopback send, docs/proxy.md, "The fan-out's
+// cost"), and every ping the poller answers meanwhile is CPU taken from
+// it. A ping answered a fan-out later costs the client nothing (its
+// next ping is a third of the timeout away), and the pings that
+// arrived meanwhile are then taken in a few epoll_waits, without a
+// wake-up each. The events wait in the edge-triggered set: none is
+// lost. A parked client's request waits too, as it would behind the
+// fan-out's CPU.
+func (pl *poller) fanWait() {
+	pl.fan.Lock()
+	done := pl.fan.done
+	pl.fan.Unlock()
+	if done == nil {
+		return
+	}
+	t := time.NewTimer(fanDeferMax)
+	select {
+	case <-done:
+	case <-t.C:
+	}
+	t.Stop()
 }
 
 func newPoller(p *Proxy) (*poller, error) {
@@ -144,6 +206,7 @@ func (pl *poller) wait(events []unix.EpollEvent) (int, error) {
 func (pl *poller) run() {
 	events := make([]unix.EpollEvent, 256)
 	for {
+		pl.fanWait()
 		n, err := pl.wait(events)
 		if err != nil {
 			pl.p.log.Error("epoll wait failed: parked clients are not served", "err", err)

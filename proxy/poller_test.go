@@ -128,3 +128,44 @@ func TestPingsInPlace(t *testing.T) {
 		}
 	}
 }
+
+// TestPingsDuringFanOut: while a large fan-out runs the poller leaves
+// parked clients' pings unread (poller.fanWait), but a fan-out that does
+// not end does not starve them: every ping is answered, in place, while
+// the fan-out is marked running, and after it ends.
+func TestPingsDuringFanOut(t *testing.T) {
+	m := startMember(t, nil)
+	p := startProxy(t, m)
+	s := rawConnect(t, p.Addr().String())
+	ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
+	pingAnswer := func(what string) {
+		t.Helper()
+		f := s.nextFrame()
+		if f.hdr.Xid != jute.XidPing || f.hdr.Err != jute.ErrOK {
+			t.Fatalf("%s: got xid %d err %v, want a ping's answer", what, f.hdr.Xid, f.hdr.Err)
+		}
+	}
+	// Parked first: a ping answered, so that the next reach the poller.
+	if _, err := s.nc.Write(ping); err != nil {
+		t.Fatal(err)
+	}
+	pingAnswer("the first ping")
+
+	end := proxy.FanOutRunning(p)
+	before := proxy.PingsInPlace(p)
+	const n = 3
+	for i := range n {
+		if _, err := s.nc.Write(ping); err != nil {
+			t.Fatal(err)
+		}
+		pingAnswer(fmt.Sprintf("ping %d during a fan-out that does not end", i))
+	}
+	if got := proxy.PingsInPlace(p) - before; got == 0 {
+		t.Errorf("no ping answered in place by the poller during the fan-out: they went to readers, so this test no longer tests the poller's wait")
+	}
+	end()
+	if _, err := s.nc.Write(ping); err != nil {
+		t.Fatal(err)
+	}
+	pingAnswer("a ping after the fan-out")
+}

@@ -264,6 +264,7 @@ func (sw *sharedWatches) event(e *wire.Event) {
 		if en == nil {
 			return
 		}
+		emptied := 0
 		for c, s := range en.subs {
 			for _, m := range [...]int32{wire.WatchStandard, wire.WatchPersistent, wire.WatchRecursive} {
 				i := modeIndex(m)
@@ -280,8 +281,21 @@ func (sw *sharedWatches) event(e *wire.Event) {
 				}
 			}
 			if s.has == 0 {
-				delete(en.subs, c)
+				emptied++
 				delete(c.subs, k)
+			}
+		}
+		// INVARIANT: every sub in en.subs holds a watch (has != 0) outside
+		// this loop. A one-shot watch held by all (the common case) empties
+		// the list at once: one clear, not a delete per session.
+		switch {
+		case emptied == len(en.subs):
+			clear(en.subs)
+		case emptied > 0:
+			for c, s := range en.subs {
+				if s.has == 0 {
+					delete(en.subs, c)
+				}
 			}
 		}
 		sw.tidyLocked(k, en)

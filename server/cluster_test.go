@@ -297,7 +297,15 @@ func TestClusterLeaderFailoverKeepsSessions(t *testing.T) {
 // well past several snapshots (so the log it needs is compacted away),
 // restarts it, and checks it installs a snapshot and serves the tree.
 func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
-	tc := newTestClusterSnap(t, 3, 50)
+	catchUpFromSnapshot(t, newTestClusterSnap(t, 3, 50))
+}
+
+// catchUpFromSnapshot stops a follower of tc (member 1, or 2 when 1 leads),
+// writes past several snapshots, restarts it and checks that it installed
+// a snapshot streamed from the leader and serves the whole tree. It
+// returns the follower's id.
+func catchUpFromSnapshot(t *testing.T, tc *testCluster) uint64 {
+	t.Helper()
 	leader := tc.waitLeader(10 * time.Second)
 	lag := uint64(1)
 	if lag == leader {
@@ -368,6 +376,7 @@ func TestClusterLaggingMemberCatchesUpFromSnapshot(t *testing.T) {
 	if len(kids) != 402 {
 		t.Fatalf("member %d children of /: %d", lag, len(kids))
 	}
+	return lag
 }
 
 // connLoss reports whether err is a connection loss, which a ZooKeeper

@@ -72,6 +72,12 @@ type Config struct {
 	// port, as a standalone ZooKeeper opens no quorum port (transport.go);
 	// with one it listens there, ready to be grown into an ensemble.
 	RaftAddr string
+	// RaftTransport is the Raft transport between members (raftnet.go):
+	// RaftTransportAuto (the zero value) and RaftTransportZkraft are
+	// zkraft's own, RaftTransportDragonboat is Dragonboat's TCP transport.
+	// Both speak the same wire format, so members with either talk to each
+	// other. A standalone member without a RaftAddr has no transport.
+	RaftTransport RaftTransportKind
 	// RaftListenAllIPs makes the Raft transport listen on every address
 	// (0.0.0.0) at RaftAddr's port, while the other members still reach it
 	// at RaftAddr (ZooKeeper's quorumListenOnAllIPs).
@@ -188,6 +194,9 @@ func (c *Config) Validate() error {
 	case LogStoreAuto, LogStoreTan, LogStorePebble:
 	default:
 		return fmt.Errorf("server: Raft log store %q: auto, tan or pebble", c.RaftLogStore)
+	}
+	if _, err := ParseRaftTransportKind(string(c.RaftTransport)); err != nil {
+		return fmt.Errorf("server: %w", err)
 	}
 	if c.ShardID == 0 {
 		c.ShardID = 1

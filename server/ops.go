@@ -118,7 +118,7 @@ func (s *Server) initOps() error {
 func (s *Server) tuneNodeHost(nhc *dbconfig.NodeHostConfig) {
 	nhc.SystemEventListener = &s.ops.peers
 	nhc.EnableMetrics = s.cfg.Metrics.Enabled
-	if t := s.cfg.TLS; t.Quorum && nhc.Expert.TransportFactory == nil {
+	if t := s.cfg.TLS; t.Quorum && !isStandaloneTransport(*nhc) {
 		nhc.MutualTLS = true
 		nhc.CAFile, nhc.CertFile, nhc.KeyFile = t.QuorumCAFile, t.QuorumCertFile, t.QuorumKeyFile
 	}

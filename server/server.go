@@ -29,6 +29,9 @@ type Server struct {
 	log *slog.Logger
 	nh  *dragonboat.NodeHost
 	ln  net.Listener
+	// raftNet is zkraft's Raft transport factory (raftnet.go); nil with
+	// Dragonboat's transport or none (standalone).
+	raftNet *raftNetFactory
 
 	cell  *cell        // the default cell, served on the client listener
 	fleet *fleetMember // the system shard and the other cells hosted here (fleet.go)
@@ -141,6 +144,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	nhc.RaftEventListener = ll
 	s.tuneNodeHost(&nhc)
+	s.raftNet, _ = nhc.Expert.TransportFactory.(*raftNetFactory)
 	stateStore := DataDirsOf(cfg).StateStore(cfg.ShardID, cfg.ReplicaID)
 	rep, err := checkDataDir(nhc, stateStore, s.log)
 	if err != nil {
@@ -265,7 +269,7 @@ func New(cfg Config) (*Server, error) {
 	// without holding up New.
 	s.routines.start(func() { s.startFleet(nhc) })
 	raftListen := "none (standalone)"
-	if nhc.Expert.TransportFactory == nil {
+	if !isStandaloneTransport(nhc) {
 		raftListen = nhc.GetListenAddress()
 	}
 	s.auditServer(auditStart, "success")
@@ -581,9 +585,14 @@ func NodeHostConfig(cfg Config) (dbconfig.NodeHostConfig, error) {
 			nhc.RaftAddress = addr
 		}
 		nhc.Expert.TransportFactory = noNetTransportFactory{}
-	} else if cfg.RaftListenAllIPs {
-		if _, port, err := net.SplitHostPort(cfg.RaftAddr); err == nil {
-			nhc.ListenAddress = net.JoinHostPort("0.0.0.0", port)
+	} else {
+		if cfg.RaftTransport != RaftTransportDragonboat {
+			nhc.Expert.TransportFactory = newRaftNetFactory()
+		}
+		if cfg.RaftListenAllIPs {
+			if _, port, err := net.SplitHostPort(cfg.RaftAddr); err == nil {
+				nhc.ListenAddress = net.JoinHostPort("0.0.0.0", port)
+			}
 		}
 	}
 	return nhc, nil

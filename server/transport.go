@@ -48,6 +48,13 @@ func (noNetTransportFactory) Create(dbconfig.NodeHostConfig, raftio.MessageHandl
 
 func (noNetTransportFactory) Validate(addr string) bool { return dbconfig.IsValidAddress(addr) }
 
+// isStandaloneTransport reports whether nhc has the standalone transport,
+// which opens no Raft port.
+func isStandaloneTransport(nhc dbconfig.NodeHostConfig) bool {
+	_, ok := nhc.Expert.TransportFactory.(noNetTransportFactory)
+	return ok
+}
+
 // noNetTransport listens on nothing and connects to no one.
 type noNetTransport struct{}
 

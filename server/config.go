@@ -73,8 +73,8 @@ type Config struct {
 	// with one it listens there, ready to be grown into an ensemble.
 	RaftAddr string
 	// RaftTransport is the Raft transport between members (raftnet.go):
-	// RaftTransportAuto (the zero value) and RaftTransportZkraft are
-	// zkraft's own, RaftTransportDragonboat is Dragonboat's TCP transport.
+	// RaftTransportAuto (the zero value) and RaftTransportDragonboat are
+	// Dragonboat's TCP transport, RaftTransportZkraft is zkraft's own.
 	// Both speak the same wire format, so members with either talk to each
 	// other. A standalone member without a RaftAddr has no transport.
 	RaftTransport RaftTransportKind

@@ -19,8 +19,10 @@ import (
 	"github.com/lni/dragonboat/v4/raftpb"
 )
 
-// zkraft's Raft transport between members (the default of an ensemble;
-// --raft-transport=dragonboat gives Dragonboat's own, docs/operations.md).
+// zkraft's Raft transport between members (opt-in with
+// --raft-transport=zkraft; Dragonboat's own is the default until the
+// faulttest stall of docs/performance.md, "Raft transport", is explained;
+// docs/operations.md).
 //
 // It speaks Dragonboat's TCP wire format byte for byte, so a member with
 // it and a member with Dragonboat's transport talk to each other. Every
@@ -94,7 +96,7 @@ var (
 type RaftTransportKind string
 
 const (
-	// RaftTransportAuto (the zero value) is RaftTransportZkraft.
+	// RaftTransportAuto (the zero value) is RaftTransportDragonboat.
 	RaftTransportAuto RaftTransportKind = ""
 	// RaftTransportZkraft is zkraft's own transport (raftnet.go).
 	RaftTransportZkraft RaftTransportKind = "zkraft"
@@ -154,8 +156,8 @@ type raftNet struct {
 	chunks    raftio.ChunkHandler
 	encrypted bool // mutual TLS: payload CRCs are 0 and not checked, as Dragonboat does
 
-	ln net.Listener
-	wg sync.WaitGroup // the accept loop and the connections' goroutines
+	ln       net.Listener
+	routines goroutines // the accept loop and the connections' goroutines (goroutines.go)
 
 	mu struct {
 		sync.Mutex
@@ -180,11 +182,10 @@ func (t *raftNet) Start() error {
 	}
 	t.ln = ln
 	t.mu.conns = make(map[net.Conn]struct{})
-	t.wg.Add(1)
-	go func() {
-		defer t.wg.Done()
-		t.acceptLoop(tlsCfg)
-	}()
+	if !t.routines.start(func() { t.acceptLoop(tlsCfg) }) {
+		_ = ln.Close()
+		return errRaftNetClosed
+	}
 	return nil
 }
 
@@ -206,7 +207,8 @@ func (t *raftNet) Close() error {
 	if t.ln != nil {
 		err = t.ln.Close()
 	}
-	t.wg.Wait()
+	t.routines.stop()
+	t.routines.wait()
 	if errors.Is(err, net.ErrClosed) {
 		err = nil
 	}
@@ -231,13 +233,15 @@ func (t *raftNet) acceptLoop(tlsCfg *tls.Config) {
 			_ = c.Close()
 			return
 		}
-		t.wg.Add(1)
-		go func() {
-			defer t.wg.Done()
+		if !t.routines.start(func() {
 			t.serve(c)
 			t.untrack(c)
 			_ = c.Close()
-		}()
+		}) {
+			t.untrack(c)
+			_ = c.Close()
+			return
+		}
 	}
 }
 

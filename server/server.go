@@ -586,7 +586,7 @@ func NodeHostConfig(cfg Config) (dbconfig.NodeHostConfig, error) {
 		}
 		nhc.Expert.TransportFactory = noNetTransportFactory{}
 	} else {
-		if cfg.RaftTransport != RaftTransportDragonboat {
+		if cfg.RaftTransport == RaftTransportZkraft {
 			nhc.Expert.TransportFactory = newRaftNetFactory()
 		}
 		if cfg.RaftListenAllIPs {

@@ -24,6 +24,17 @@ func (s *rawSession) nextFrame() rawFrame {
 	return rawFrame{}
 }
 
+// pingAnswer waits for s's next frame and fails unless it answers a ping
+// without error; it returns the frame.
+func (s *rawSession) pingAnswer(what string) rawFrame {
+	s.t.Helper()
+	f := s.nextFrame()
+	if f.hdr.Xid != jute.XidPing || f.hdr.Err != jute.ErrOK {
+		s.t.Fatalf("%s: got xid %d err %v, want a ping's answer", what, f.hdr.Xid, f.hdr.Err)
+	}
+	return f
+}
+
 // TestPingsInPlace: a parked client's lone ping is answered by the
 // proxy's poller (no reader started), with the connection's zxid, and
 // whatever is not one whole ping (a ping cut in two, two pings at once, a
@@ -41,10 +52,7 @@ func TestPingsInPlace(t *testing.T) {
 	ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
 	pingAnswer := func(what string) {
 		t.Helper()
-		f := s.nextFrame()
-		if f.hdr.Xid != jute.XidPing || f.hdr.Err != jute.ErrOK {
-			t.Fatalf("%s: got xid %d err %v, want a ping's answer", what, f.hdr.Xid, f.hdr.Err)
-		}
+		f := s.pingAnswer(what)
 		if f.hdr.Zxid < created.hdr.Zxid {
 			t.Fatalf("%s: ping answered with zxid %#x, below the create's %#x the session saw", what, f.hdr.Zxid, created.hdr.Zxid)
 		}
@@ -138,13 +146,7 @@ func TestPingsDuringFanOut(t *testing.T) {
 	p := startProxy(t, m)
 	s := rawConnect(t, p.Addr().String())
 	ping := jute.AppendFrame(nil, &jute.RequestHeader{Xid: jute.XidPing, Type: jute.OpPing})
-	pingAnswer := func(what string) {
-		t.Helper()
-		f := s.nextFrame()
-		if f.hdr.Xid != jute.XidPing || f.hdr.Err != jute.ErrOK {
-			t.Fatalf("%s: got xid %d err %v, want a ping's answer", what, f.hdr.Xid, f.hdr.Err)
-		}
-	}
+	pingAnswer := func(what string) { t.Helper(); s.pingAnswer(what) }
 	// Parked first: a ping answered, so that the next reach the poller.
 	if _, err := s.nc.Write(ping); err != nil {
 		t.Fatal(err)

@@ -162,6 +162,10 @@ func TestDataDirs(t *testing.T) {
 		t.Errorf("%+v: %s %s %s %s", d, d.Raft(), d.RaftWAL(), d.State(), d.StateStore(1, 2))
 	}
 	cfg := Config{DataDir: "/d", LogDir: "/l", RaftAddr: "127.0.0.1:1", ShardID: 1, ReplicaID: 2}
+	if nhc, err := NodeHostConfig(cfg); err != nil || nhc.Expert.LogDBFactory != nil {
+		t.Errorf("a new directory with no flag: log store factory %#v (%v), want Dragonboat's Pebble store (nil)", nhc.Expert.LogDBFactory, err)
+	}
+	cfg.RaftLogStore = LogStoreTan
 	d = DataDirsOf(cfg)
 	if d.RaftWAL() != "/l/raft-wal" || d.Raft() != "/d/raft" {
 		t.Errorf("with a log dir: %s %s", d.Raft(), d.RaftWAL())
@@ -174,8 +178,9 @@ func TestDataDirs(t *testing.T) {
 	if nhc.NodeHostDir != d.Raft() || nhc.WALDir != d.RaftWAL() || smCfg.Dir != d.State() {
 		t.Errorf("NodeHostConfig %s %s, ReplicaConfig %s; want %s %s %s", nhc.NodeHostDir, nhc.WALDir, smCfg.Dir, d.Raft(), d.RaftWAL(), d.State())
 	}
-	// A new directory: tan, under the WAL directory with a log dir, under
-	// the NodeHost directory without; the Pebble store when asked.
+	// A new directory with --raft-log-store=tan: tan, under the WAL
+	// directory with a log dir, under the NodeHost directory without; the
+	// Pebble store when asked.
 	if f, ok := nhc.Expert.LogDBFactory.(tanFactory); !ok || !f.inWAL || tanRoot(nhc) != d.RaftWAL() {
 		t.Errorf("with a log dir: log store factory %#v, tan under %s; want tan under %s", nhc.Expert.LogDBFactory, tanRoot(nhc), d.RaftWAL())
 	}

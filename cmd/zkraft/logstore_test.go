@@ -151,16 +151,17 @@ func newLogStoreRun(t *testing.T, work, data, log string, extra ...string) *logS
 	return &logStoreRun{t: t, work: work, addr: freeport.Addr(t), dataDir: data, logDir: log, extra: extra}
 }
 
-// TestRaftLogStoreChoice: a new data directory gets tan (with no flag),
-// its files where dataLogDir puts them; --raft-log-store=pebble gives a new
-// one the Pebble store, which it keeps with no flag; a flag that
-// contradicts the directory's store is refused, naming both.
+// TestRaftLogStoreChoice: --raft-log-store=tan gives a new data directory
+// tan, its files where dataLogDir puts them, which it keeps with no flag; a
+// new directory with no flag (or --raft-log-store=pebble) gets the Pebble
+// store, which it keeps; a flag that contradicts the directory's store is
+// refused, naming both.
 func TestRaftLogStoreChoice(t *testing.T) {
 	work := t.TempDir()
 
-	// A new directory, no flag: tan, under dataDir/raft.
+	// A new directory, --raft-log-store=tan: tan, under dataDir/raft.
 	tanDir := filepath.Join(work, "tan")
-	r := newLogStoreRun(t, work, tanDir, "")
+	r := newLogStoreRun(t, work, tanDir, "", "--raft-log-store=tan")
 	r.serve()
 	r.write("/on-tan", "1")
 	r.stop()
@@ -177,11 +178,18 @@ func TestRaftLogStoreChoice(t *testing.T) {
 	r.serve()
 	r.has("/on-tan", "1")
 	r.stop()
+	r.extra = nil // auto keeps the directory's tan
+	r.serve()
+	r.has("/on-tan", "1")
+	r.stop()
+	if again, pebble := storeFiles(t, tanDir); len(again) != 1 || len(pebble) != 0 {
+		t.Fatalf("a tan directory started with no flag: tan %v, pebble %v", again, pebble)
+	}
 
 	// A new directory with dataLogDir: tan under dataLogDir/raft-wal,
 	// nothing of it under dataDir.
 	walData, walLog := filepath.Join(work, "wal-data"), filepath.Join(work, "wal-log")
-	r = newLogStoreRun(t, work, walData, walLog)
+	r = newLogStoreRun(t, work, walData, walLog, "--raft-log-store=tan")
 	r.serve()
 	r.write("/on-wal", "2")
 	r.stop()
@@ -194,10 +202,11 @@ func TestRaftLogStoreChoice(t *testing.T) {
 	r.has("/on-wal", "2")
 	r.stop()
 
-	// --raft-log-store=pebble on a new directory: the Pebble store, kept
-	// with no flag; tan refused.
+	// A new directory with no flag: the Pebble store (the default since
+	// 2026-12-03), kept with no flag and with --raft-log-store=pebble; tan
+	// refused.
 	pebDir := filepath.Join(work, "pebble")
-	r = newLogStoreRun(t, work, pebDir, "", "--raft-log-store=pebble")
+	r = newLogStoreRun(t, work, pebDir, "")
 	r.serve()
 	r.write("/on-pebble", "3")
 	r.stop()
@@ -205,10 +214,11 @@ func TestRaftLogStoreChoice(t *testing.T) {
 	if len(tanNodes) != 0 || len(pebble) == 0 {
 		t.Fatalf("--raft-log-store=pebble: tan %v, pebble %v; want logdb shards only", tanNodes, pebble)
 	}
-	r.extra = nil
+	r.extra = []string{"--raft-log-store=pebble"}
 	r.serve()
 	r.has("/on-pebble", "3")
 	r.stop()
+	r.extra = nil
 	if tanNodes, _ = storeFiles(t, pebDir); len(tanNodes) != 0 {
 		t.Fatalf("a Pebble directory started with no flag grew a tan log: %v", tanNodes)
 	}
@@ -269,7 +279,7 @@ func TestRaftLogStoreUpgradeAndMove(t *testing.T) {
 
 	// A tan log under dataLogDir L1, started with L2, then with none.
 	data, l1, l2 := filepath.Join(work, "data"), filepath.Join(work, "l1"), filepath.Join(work, "l2")
-	r = newLogStoreRun(t, work, data, l1)
+	r = newLogStoreRun(t, work, data, l1, "--raft-log-store=tan")
 	r.serve()
 	r.write("/moved", "kept")
 	r.stop()
@@ -314,7 +324,7 @@ func TestRaftLogStoreUpgradeAndMove(t *testing.T) {
 func TestTanLogBelowApplied(t *testing.T) {
 	work := t.TempDir()
 	data := filepath.Join(work, "data")
-	r := newLogStoreRun(t, work, data, "")
+	r := newLogStoreRun(t, work, data, "", "--raft-log-store=tan")
 	r.serve()
 	r.write("/first", "1")
 	r.stop()

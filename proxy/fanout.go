@@ -2,8 +2,6 @@ package proxy
 
 import (
 	"runtime"
-	"slices"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -66,13 +64,6 @@ func (p *Proxy) fanOut(targets []*client, zxid int64, frame []byte, read time.Ti
 		// Notifications before pings (poller.fanWait).
 		p.poll.fanStart()
 		defer p.poll.fanEnd()
-		// Grouped by the client's host (the list comes in map order):
-		// the sessions of one host get theirs one after another, so a
-		// client process woken by its first reads the next ones from the
-		// same wake-up, and the sends after the first find its epoll
-		// waiter awake (no wake-up, no IPI, in the send). The order
-		// between sessions is free: each gets this one notification.
-		slices.SortFunc(targets, func(a, b *client) int { return strings.Compare(a.ip, b.ip) })
 	}
 	if workers <= 1 {
 		for _, c := range targets {

@@ -23,7 +23,8 @@ import (
 // files per replica). A new data directory gets the Pebble store unless
 // tan is asked for: tan costs a multi of four setData about a fifth less
 // CPU (docs/performance.md, Raft log store) but stalled ensembles under
-// faulttest (docs/operations.md, Raft log store). A directory that holds a Pebble log store keeps it:
+// faulttest (docs/operations.md, Raft log store) until zkraft bounded its
+// reads (tanLogDB, tanreads.go). A directory that holds a Pebble log store keeps it:
 // Dragonboat records the store's type in dragonboat.ds and refuses another
 // one, and there is no conversion.
 //
@@ -105,7 +106,8 @@ func (tanFactory) Name() string { return tan.Factory.Name() }
 
 // Create opens tan in the directory zkraft places it in (dirs is the
 // NodeHost directory and wals the WAL directory, each with the host and
-// deployment below it) and records that directory.
+// deployment below it) and records that directory. Its reads are bounded
+// (tanLogDB).
 func (f tanFactory) Create(nhc dbconfig.NodeHostConfig, cb dbconfig.LogDBCallback, dirs, wals []string) (raftio.ILogDB, error) {
 	at := dirs
 	if f.inWAL {
@@ -118,7 +120,11 @@ func (f tanFactory) Create(nhc dbconfig.NodeHostConfig, cb dbconfig.LogDBCallbac
 	if err := writeLogRecord(nhc.NodeHostDir, filepath.Join(at[0], tanDirName)); err != nil {
 		return nil, err
 	}
-	return tan.Factory.Create(nhc, cb, at, wals)
+	db, err := tan.Factory.Create(nhc, cb, at, wals)
+	if err != nil {
+		return nil, err
+	}
+	return tanLogDB{ILogDB: db}, nil
 }
 
 // isTan reports whether nhc opens tan.

@@ -63,7 +63,7 @@ type Config struct {
 	LogDir string
 	// RaftLogStore is the Raft log store of a new data directory
 	// (logstore.go): LogStoreAuto (the zero value: an existing directory
-	// keeps the store it has, a new one gets tan), LogStoreTan or
+	// keeps the store it has, a new one gets Pebble), LogStoreTan or
 	// LogStorePebble. A store that contradicts the directory's is refused.
 	RaftLogStore LogStoreKind
 	// RaftAddr is this member's Raft address, where it listens for the

@@ -162,8 +162,8 @@ func TestDataDirs(t *testing.T) {
 		t.Errorf("%+v: %s %s %s %s", d, d.Raft(), d.RaftWAL(), d.State(), d.StateStore(1, 2))
 	}
 	cfg := Config{DataDir: "/d", LogDir: "/l", RaftAddr: "127.0.0.1:1", ShardID: 1, ReplicaID: 2}
-	if nhc, err := NodeHostConfig(cfg); err != nil || !isTan(nhc) {
-		t.Errorf("a new directory with no flag: log store factory %#v (%v), want tan", nhc.Expert.LogDBFactory, err)
+	if nhc, err := NodeHostConfig(cfg); err != nil || nhc.Expert.LogDBFactory != nil {
+		t.Errorf("a new directory with no flag: log store factory %#v (%v), want Dragonboat's Pebble store (nil)", nhc.Expert.LogDBFactory, err)
 	}
 	cfg.RaftLogStore = LogStoreTan
 	d = DataDirsOf(cfg)

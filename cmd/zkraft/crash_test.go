@@ -149,7 +149,7 @@ func crashRounds(t *testing.T, load crashLoad) {
 }
 
 // logStoreIn names the Raft log store under dataDir, for the log: the
-// runs are on the default, tan for a new data directory.
+// runs are on the default, Pebble for a new data directory.
 func logStoreIn(dataDir string) string {
 	if m, _ := filepath.Glob(filepath.Join(dataDir, "raft", "*", "*", "tandb", "node-1-1")); len(m) > 0 {
 		return "tan (" + m[0] + ")"

@@ -151,17 +151,17 @@ func newLogStoreRun(t *testing.T, work, data, log string, extra ...string) *logS
 	return &logStoreRun{t: t, work: work, addr: freeport.Addr(t), dataDir: data, logDir: log, extra: extra}
 }
 
-// TestRaftLogStoreChoice: a new data directory with no flag (or
-// --raft-log-store=tan) gets tan, its files where dataLogDir puts them,
-// which it keeps; --raft-log-store=pebble gives a new one the Pebble store,
-// which it keeps with no flag; a flag that contradicts the directory's
-// store is refused, naming both.
+// TestRaftLogStoreChoice: --raft-log-store=tan gives a new data directory
+// tan, its files where dataLogDir puts them, which it keeps with no flag; a
+// new directory with no flag (or --raft-log-store=pebble) gets the Pebble
+// store, which it keeps; a flag that contradicts the directory's store is
+// refused, naming both.
 func TestRaftLogStoreChoice(t *testing.T) {
 	work := t.TempDir()
 
-	// A new directory, no flag: tan, under dataDir/raft.
+	// A new directory, --raft-log-store=tan: tan, under dataDir/raft.
 	tanDir := filepath.Join(work, "tan")
-	r := newLogStoreRun(t, work, tanDir, "")
+	r := newLogStoreRun(t, work, tanDir, "", "--raft-log-store=tan")
 	r.serve()
 	r.write("/on-tan", "1")
 	r.stop()
@@ -189,7 +189,7 @@ func TestRaftLogStoreChoice(t *testing.T) {
 	// A new directory with dataLogDir: tan under dataLogDir/raft-wal,
 	// nothing of it under dataDir.
 	walData, walLog := filepath.Join(work, "wal-data"), filepath.Join(work, "wal-log")
-	r = newLogStoreRun(t, work, walData, walLog)
+	r = newLogStoreRun(t, work, walData, walLog, "--raft-log-store=tan")
 	r.serve()
 	r.write("/on-wal", "2")
 	r.stop()
@@ -202,10 +202,11 @@ func TestRaftLogStoreChoice(t *testing.T) {
 	r.has("/on-wal", "2")
 	r.stop()
 
-	// --raft-log-store=pebble on a new directory: the Pebble store, kept
-	// with the flag and with no flag; tan refused.
+	// A new directory with no flag: the Pebble store (the default since
+	// 2026-12-03), kept with no flag and with --raft-log-store=pebble; tan
+	// refused.
 	pebDir := filepath.Join(work, "pebble")
-	r = newLogStoreRun(t, work, pebDir, "", "--raft-log-store=pebble")
+	r = newLogStoreRun(t, work, pebDir, "")
 	r.serve()
 	r.write("/on-pebble", "3")
 	r.stop()

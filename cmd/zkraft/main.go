@@ -106,7 +106,7 @@ func serveConfig(args []string, getenv func(string) string) (server.Config, []no
 		clientAddr = fs.String("client-addr", "127.0.0.1:2181", "client listener address")
 		dataDir    = fs.String("data-dir", "./zkraft-data", "data directory")
 		logDir     = fs.String("data-log-dir", "", "directory for the Raft log (default: data dir)")
-		logStore   = fs.String("raft-log-store", "auto", "Raft log store: tan, pebble, or auto (a data directory keeps the store it has, a new one gets tan; docs/operations.md, Raft log store)")
+		logStore   = fs.String("raft-log-store", "auto", "Raft log store: tan, pebble, or auto (a data directory keeps the store it has, a new one gets pebble; docs/operations.md, Raft log store)")
 		raftTrans  = fs.String("raft-transport", "dragonboat", "Raft transport between members: zkraft (one write per message batch, a buffered reader) or dragonboat (Dragonboat's TCP transport); same wire format, members with either talk to each other (docs/operations.md, Raft transport)")
 		raftAddr   = fs.String("raft-addr", "", "Raft address of this member; a standalone member without one opens no Raft port (an ensemble takes it from its server.N line)")
 		tick       = fs.Duration("tick-time", 3*time.Second, "ZooKeeper tickTime")

@@ -41,11 +41,14 @@ type tanLogDB struct {
 }
 
 // IterateEntries reads [low, high) as tan does, but at most tanReadEntries
-// entries when maxSize is set. A shorter answer is reported as one that
-// reached maxSize: Dragonboat's LogReader (internal/logdb/logreader.go)
-// takes a result shorter than the range as a gap unless its size exceeds
-// maxSize, and then drops the last entry (the one that went over), so the
-// read asks tan for one entry more than it keeps. maxSize 0 (no limit:
+// entries when maxSize is set (tanReadEntries+1: the last stands for
+// the one that would have gone over). A shorter answer is reported as one
+// whose size exceeds maxSize: Dragonboat's LogReader
+// (internal/logdb/logreader.go entriesLocked) takes a result shorter than
+// the range as a gap unless its size exceeds maxSize, and its caller
+// (internal/raft/logentry.go getEntriesFromLogDB) then returns the entries
+// read without appending the in-memory ones after them, so Raft sends what
+// was read and the rest in later messages. maxSize 0 (no limit:
 // Dragonboat's reads of one entry's term) is passed through.
 func (l tanLogDB) IterateEntries(ents []pb.Entry, size uint64, shardID, replicaID, low, high, maxSize uint64) ([]pb.Entry, uint64, error) {
 	if maxSize == 0 || high <= low || high-low <= tanReadEntries+1 {
